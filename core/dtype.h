@@ -1,0 +1,116 @@
+// Element types: DType and the two 16-bit float storage types.
+//
+//   DType t = DType::kFloat32;
+//   DTypeName(t) == "float32";  DTypeSize(t) == 4;
+//   Half h(1.5f);  float f = h;    // IEEE binary16, round to nearest even
+//   BFloat16 b(1.5f);              // upper half of a float32, round to nearest even
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace blockflow {
+
+/// The element type of a tensor or a port.
+enum class DType : uint8_t {
+  kInvalid = 0,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+  kInt32,
+  kInt64,
+  kBool,
+};
+
+/// The name used in graph JSON and messages: "float32", "bfloat16", ...
+std::string_view DTypeName(DType dtype);
+/// Parses a DType name ("float32"; also "half" and "double"); nullopt if unknown.
+std::optional<DType> ParseDType(std::string_view name);
+/// Bytes per element (bool is 1).
+size_t DTypeSize(DType dtype);
+/// True for float16, bfloat16, float32, float64.
+bool IsFloatingDType(DType dtype);
+/// All valid dtypes, in enum order.
+const std::vector<DType>& AllDTypes();
+/// The four floating dtypes a convolution block accepts.
+const std::vector<DType>& FloatDTypes();
+
+/// Converts float32 to IEEE binary16 bits, rounding to nearest even (overflow gives inf).
+uint16_t FloatToHalfBits(float f);
+/// Converts IEEE binary16 bits to float32 (exact).
+float HalfBitsToFloat(uint16_t h);
+/// Converts float32 to bfloat16 bits, rounding to nearest even (NaN stays NaN).
+uint16_t FloatToBFloat16Bits(float f);
+/// Converts bfloat16 bits to float32 (exact).
+inline float BFloat16BitsToFloat(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// IEEE binary16 storage type; arithmetic happens in float.
+struct Half {
+  uint16_t bits = 0;
+  Half() = default;
+  explicit Half(float f) : bits(FloatToHalfBits(f)) {}
+  explicit Half(double d) : bits(FloatToHalfBits(static_cast<float>(d))) {}
+  static Half FromBits(uint16_t b) { Half h; h.bits = b; return h; }
+  operator float() const { return HalfBitsToFloat(bits); }  // NOLINT: implicit widening is exact
+};
+
+/// bfloat16 storage type; arithmetic happens in float.
+struct BFloat16 {
+  uint16_t bits = 0;
+  BFloat16() = default;
+  explicit BFloat16(float f) : bits(FloatToBFloat16Bits(f)) {}
+  explicit BFloat16(double d) : bits(FloatToBFloat16Bits(static_cast<float>(d))) {}
+  static BFloat16 FromBits(uint16_t b) { BFloat16 h; h.bits = b; return h; }
+  operator float() const { return BFloat16BitsToFloat(bits); }  // NOLINT: implicit widening is exact
+};
+
+/// Maps a C++ element type to its DType.
+template <typename T> struct DTypeOf;
+template <> struct DTypeOf<Half> { static constexpr DType value = DType::kFloat16; };
+template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::kBFloat16; };
+template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::kFloat64; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
+template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+
+/// The type kernels accumulate in: float for the 16-bit types and float32, double for float64.
+template <typename T> struct AccumulatorOf { using type = float; };
+template <> struct AccumulatorOf<double> { using type = double; };
+template <> struct AccumulatorOf<int32_t> { using type = int64_t; };
+template <> struct AccumulatorOf<int64_t> { using type = int64_t; };
+
+/// Calls `fn(T{})` with T the C++ type of a floating `dtype`; returns false for other dtypes.
+template <typename Fn>
+bool DispatchFloat(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kFloat16: fn(Half{}); return true;
+    case DType::kBFloat16: fn(BFloat16{}); return true;
+    case DType::kFloat32: fn(float{}); return true;
+    case DType::kFloat64: fn(double{}); return true;
+    default: return false;
+  }
+}
+
+/// Calls `fn(T{})` with T the C++ type of any numeric `dtype` (floats, int32, int64, bool).
+template <typename Fn>
+bool DispatchAll(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kInt32: fn(int32_t{}); return true;
+    case DType::kInt64: fn(int64_t{}); return true;
+    case DType::kBool: fn(bool{}); return true;
+    default: return DispatchFloat(dtype, fn);
+  }
+}
+
+}  // namespace blockflow

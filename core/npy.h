@@ -1,0 +1,32 @@
+// NumPy .npy files (format 1.0/2.0 read, 1.0 written; little-endian, C order).
+//
+//   ASSIGN_OR_RETURN(Tensor w, ReadNpy("w.npy"));
+//   ASSIGN_OR_RETURN(Tensor b, ReadNpy("b.npy", DType::kBFloat16));  // '<u2' read as bfloat16 bits
+//   RETURN_IF_ERROR(WriteNpy("out/dx.npy", dx));  // atomic: temp file then rename
+#pragma once
+
+#include <string>
+
+#include "core/tensor.h"
+
+namespace blockflow {
+
+/// Reads a .npy file. bfloat16 is stored as '<u2' raw bits: pass `expected_dtype`
+/// kBFloat16 to read a '<u2' file as bfloat16 (otherwise '<u2' is an error, as
+/// blockflow has no uint16). Errors name the file and what is wrong.
+Expected<Tensor> ReadNpy(const std::string& path, DType expected_dtype = DType::kInvalid);
+/// Parses .npy bytes; `origin` names the source in error messages.
+Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
+                          DType expected_dtype = DType::kInvalid);
+/// Serialises a tensor to .npy bytes (bfloat16 as '<u2').
+std::string SerializeNpy(const Tensor& tensor);
+/// Writes a .npy file atomically (temp file in the same folder, then rename);
+/// creates missing parent folders.
+Status WriteNpy(const std::string& path, const Tensor& tensor);
+
+/// Writes `contents` to `path` atomically; creates missing parent folders.
+Status WriteFileAtomic(const std::string& path, const std::string& contents);
+/// Reads a whole file; errors name the file.
+Expected<std::string> ReadFile(const std::string& path);
+
+}  // namespace blockflow

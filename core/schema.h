@@ -1,0 +1,223 @@
+// Block schemas and the registry: one declarative description per block that
+// drives validation, shape inference, the editor, `blockflow ops` and the docs.
+//
+//   registry.Register(OpSchema("Identity")
+//       .Category("Basic").Doc("Returns its input unchanged.")
+//       .Input("input", AllDTypes(), "Any tensor.")
+//       .Output("output", AllDTypes(), "The same tensor.")
+//       .SameDType({"input"})
+//       .SetShapeFn([](InferContext& c) { c.SetOutput(0, c.input(0)); return Status::OK(); })
+//       .SetKernel([](KernelContext& k) { k.outputs[0] = *k.inputs[0]; return Status::OK(); }));
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace blockflow {
+
+/// The type of an attribute's value in graph JSON.
+enum class AttrType { kInt, kFloat, kBool, kString, kEnum, kInts, kFloats, kDType, kShape, kAny };
+/// "int", "float", "bool", "string", "enum", "ints", "floats", "dtype", "shape", "any".
+std::string_view AttrTypeName(AttrType type);
+
+/// An input port: name, allowed dtypes, doc. A list port takes any number of tensors.
+struct PortDef {
+  std::string name;
+  std::vector<DType> dtypes;
+  std::string doc;
+  bool is_list = false;
+};
+
+/// An output port. When the schema's outputs are variadic, the last one repeats.
+struct OutputDef {
+  std::string name;
+  std::vector<DType> dtypes;
+  std::string doc;
+};
+
+/// An attribute: name, type, default (null when required), allowed values (enums), doc.
+struct AttrDef {
+  std::string name;
+  AttrType type = AttrType::kAny;
+  nlohmann::json default_value;  // null: required
+  bool required = false;
+  std::vector<std::string> allowed;  // kEnum only
+  std::string doc;
+};
+
+/// A node's attributes with defaults filled in; typed getters CHECK the (already validated) type.
+class AttrMap {
+ public:
+  AttrMap() : json_(nlohmann::json::object()) {}
+  explicit AttrMap(nlohmann::json json) : json_(std::move(json)) {}
+  /// True when the attribute is present (given or defaulted).
+  bool Has(const std::string& name) const { return json_.contains(name) && !json_[name].is_null(); }
+  int64_t GetInt(const std::string& name) const;
+  double GetFloat(const std::string& name) const;
+  bool GetBool(const std::string& name) const;
+  std::string GetString(const std::string& name) const;
+  std::vector<int64_t> GetInts(const std::string& name) const;
+  std::vector<double> GetFloats(const std::string& name) const;
+  DType GetDType(const std::string& name) const;
+  Shape GetShape(const std::string& name) const;
+  /// The raw JSON of one attribute (null when absent).
+  const nlohmann::json& Get(const std::string& name) const;
+  /// All attributes as a JSON object.
+  const nlohmann::json& json() const { return json_; }
+
+ private:
+  nlohmann::json json_;
+};
+
+/// What inference knows about one tensor: dtype, shape (maybe partly unknown) and,
+/// for constants and values derived from them, the value itself.
+struct PortInfo {
+  DType dtype = DType::kInvalid;
+  Shape shape;
+  std::shared_ptr<const Tensor> value;  // known constant value, or null
+};
+
+/// Given to a schema's shape function: the node's attrs and input infos; it sets the outputs.
+class InferContext {
+ public:
+  InferContext(const std::string& node_id, const std::string& op, const AttrMap& attrs,
+               std::vector<PortInfo> inputs, std::vector<int> port_starts, std::string base_dir,
+               const Tensor* feed)
+      : node_id_(node_id), op_(op), attrs_(attrs), inputs_(std::move(inputs)),
+        port_starts_(std::move(port_starts)), base_dir_(std::move(base_dir)), feed_(feed) {}
+
+  const std::string& node_id() const { return node_id_; }
+  const std::string& op() const { return op_; }
+  const AttrMap& attrs() const { return attrs_; }
+  /// Flattened inputs (list ports expanded in place).
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const PortInfo& input(int i) const { return inputs_[static_cast<size_t>(i)]; }
+  /// Index of the first flattened input of schema port `port` (for list ports).
+  int port_start(int port) const { return port_starts_[static_cast<size_t>(port)]; }
+  /// Folder that relative file names (Const `file`) resolve against.
+  const std::string& base_dir() const { return base_dir_; }
+  /// For a Placeholder: the tensor fed at run time, or null.
+  const Tensor* feed() const { return feed_; }
+
+  /// Sets output i (grows the output list as needed).
+  void SetOutput(int i, PortInfo info);
+  void SetOutput(int i, DType dtype, Shape shape) { SetOutput(i, PortInfo{dtype, std::move(shape), nullptr}); }
+  const std::vector<PortInfo>& outputs() const { return outputs_; }
+  std::vector<PortInfo>& mutable_outputs() { return outputs_; }
+
+ private:
+  const std::string& node_id_;
+  const std::string& op_;
+  const AttrMap& attrs_;
+  std::vector<PortInfo> inputs_;
+  std::vector<int> port_starts_;
+  std::string base_dir_;
+  const Tensor* feed_;
+  std::vector<PortInfo> outputs_;
+};
+
+/// Given to a kernel: inputs (all ready), attrs, the inferred outputs; the kernel fills `outputs`.
+struct KernelContext {
+  const AttrMap* attrs = nullptr;
+  std::vector<const Tensor*> inputs;           // flattened, as in InferContext
+  std::vector<PortInfo> output_infos;          // fully defined shapes from inference
+  std::vector<Tensor> outputs;                 // to be set by the kernel
+  int num_threads = 1;                         // OpenMP threads the kernel may use
+  const std::atomic<bool>* cancel = nullptr;   // poll between large chunks of work
+  std::string base_dir;                        // as InferContext::base_dir
+
+  const Tensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
+  /// Allocates output i zero-filled with its inferred dtype and shape, and returns it.
+  Tensor& AllocateOutput(int i);
+  /// True when the run was cancelled.
+  bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+};
+
+using ShapeFn = std::function<Status(InferContext&)>;
+using KernelFn = std::function<Status(KernelContext&)>;
+
+/// The declarative description of one block (TensorFlow op).
+class OpSchema {
+ public:
+  explicit OpSchema(std::string name) : name_(std::move(name)) {}
+
+  OpSchema& Category(std::string category) { category_ = std::move(category); return *this; }
+  OpSchema& Doc(std::string doc) { doc_ = std::move(doc); return *this; }
+  OpSchema& Input(std::string name, std::vector<DType> dtypes, std::string doc = "");
+  OpSchema& InputList(std::string name, std::vector<DType> dtypes, std::string doc = "");
+  OpSchema& Output(std::string name, std::vector<DType> dtypes, std::string doc = "");
+  /// The last output repeats as many times as the shape function sets outputs.
+  OpSchema& VariadicOutputs() { variadic_outputs_ = true; return *this; }
+  /// An attribute with a default value.
+  OpSchema& Attr(std::string name, AttrType type, nlohmann::json default_value, std::string doc = "");
+  /// An attribute that must be given.
+  OpSchema& RequiredAttr(std::string name, AttrType type, std::string doc = "");
+  /// A string attribute restricted to `allowed`; an empty default makes it required.
+  OpSchema& EnumAttr(std::string name, std::vector<std::string> allowed, std::string default_value,
+                     std::string doc = "");
+  /// Input ports (and the outputs' dtype) that must share one dtype, TensorFlow's `T`.
+  OpSchema& SameDType(std::vector<std::string> ports) { same_dtype_ = std::move(ports); return *this; }
+  OpSchema& SetShapeFn(ShapeFn fn) { shape_fn_ = std::move(fn); return *this; }
+  /// The optimized kernel (used unless reference kernels are forced).
+  OpSchema& SetKernel(KernelFn fn) { kernel_ = std::move(fn); return *this; }
+  /// The reference kernel: the definition in plain loops. Used when no optimized kernel is set.
+  OpSchema& SetReferenceKernel(KernelFn fn) { reference_kernel_ = std::move(fn); return *this; }
+
+  const std::string& name() const { return name_; }
+  const std::string& category() const { return category_; }
+  const std::string& doc() const { return doc_; }
+  const std::vector<PortDef>& inputs() const { return inputs_; }
+  const std::vector<OutputDef>& outputs() const { return outputs_; }
+  bool variadic_outputs() const { return variadic_outputs_; }
+  const std::vector<AttrDef>& attrs() const { return attrs_; }
+  const std::vector<std::string>& same_dtype() const { return same_dtype_; }
+  const ShapeFn& shape_fn() const { return shape_fn_; }
+  const KernelFn& kernel() const { return kernel_ ? kernel_ : reference_kernel_; }
+  const KernelFn& reference_kernel() const { return reference_kernel_ ? reference_kernel_ : kernel_; }
+  bool has_optimized_kernel() const { return kernel_ && reference_kernel_; }
+  /// Port index by name, or -1.
+  int InputIndex(const std::string& name) const;
+  const AttrDef* FindAttr(const std::string& name) const;
+
+ private:
+  std::string name_, category_ = "Other", doc_;
+  std::vector<PortDef> inputs_;
+  std::vector<OutputDef> outputs_;
+  bool variadic_outputs_ = false;
+  std::vector<AttrDef> attrs_;
+  std::vector<std::string> same_dtype_;
+  ShapeFn shape_fn_;
+  KernelFn kernel_, reference_kernel_;
+};
+
+/// Name → schema. The process-wide registry is filled by blocks::RegisterBuiltinBlocks().
+class OpRegistry {
+ public:
+  /// Adds a schema; CHECKs that the name is new.
+  void Register(OpSchema schema);
+  /// The schema of `op`, or null.
+  const OpSchema* Find(const std::string& op) const;
+  /// All schemas sorted by name.
+  std::vector<const OpSchema*> All() const;
+  /// The process-wide registry.
+  static OpRegistry& Global();
+
+ private:
+  std::map<std::string, std::unique_ptr<OpSchema>> schemas_;
+};
+
+/// Checks one attribute value against its definition; the message names the attr, value and rule.
+Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value);
+
+}  // namespace blockflow

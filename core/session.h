@@ -1,0 +1,67 @@
+// Session: runs a Graph. Only the nodes the fetches need run, in dependency
+// order, independent nodes in parallel; kernels use OpenMP inside.
+//
+//   Session session(graph);
+//   std::vector<Tensor> out;
+//   RETURN_IF_ERROR(session.Run({{"dy", dy}}, {"dx"}, &out));
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace blockflow {
+
+/// Sees every node start and end. Called from worker threads; implementations synchronise.
+class ExecutionObserver {
+ public:
+  virtual ~ExecutionObserver() = default;
+  /// Before the first node; `node_ids` are the nodes that will run, in a valid order.
+  virtual void OnRunBegin(const std::vector<std::string>& node_ids) { (void)node_ids; }
+  virtual void OnNodeBegin(const Node& node) { (void)node; }
+  /// After a node; `ms` is its kernel's wall time.
+  virtual void OnNodeEnd(const Node& node, double ms, const Status& status) { (void)node; (void)ms; (void)status; }
+  virtual void OnRunEnd(const Status& status) { (void)status; }
+};
+
+/// How to run.
+struct RunOptions {
+  int num_threads = 0;                        // threads per kernel; 0 = all cores
+  int max_parallel_nodes = 0;                 // nodes running at once; 0 = automatic
+  bool force_reference_kernels = false;       // diff whole graphs against the reference path
+  const std::atomic<bool>* cancel = nullptr;  // set to true to stop between and inside nodes
+  ExecutionObserver* observer = nullptr;
+  /// When set, receives every executed node's outputs (id → outputs).
+  std::map<std::string, std::vector<Tensor>>* all_outputs = nullptr;
+};
+
+/// Executes graphs. Holds a copy of the graph; never modifies it.
+class Session {
+ public:
+  explicit Session(Graph graph, const OpRegistry& registry = OpRegistry::Global());
+
+  /// Runs the graph. `fetches` are "id" or "id:K"; empty means DefaultFetches().
+  /// `outputs` receives one tensor per fetch. Errors name the node and op.
+  Status Run(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetches,
+             std::vector<Tensor>* outputs, const RunOptions& options = {}) const;
+  /// Every output of every node whose outputs feed nothing, in node order.
+  std::vector<std::string> DefaultFetches() const;
+  const Graph& graph() const { return graph_; }
+
+ private:
+  Graph graph_;
+  const OpRegistry& registry_;
+};
+
+/// Runs one node's kernel on ready inputs (benchmarks and tests). `info` is the node's
+/// analysis (attrs and output shapes) for these inputs.
+Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info, const std::vector<const Tensor*>& inputs,
+                     std::vector<Tensor>* outputs, const RunOptions& options, const std::string& base_dir = "");
+
+/// The number of threads `RunOptions::num_threads == 0` means (all cores).
+int DefaultNumThreads();
+
+}  // namespace blockflow
