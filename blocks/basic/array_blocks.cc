@@ -1,0 +1,157 @@
+// Blocks that move data without arithmetic: Identity, Reshape, Transpose.
+#include <cstring>
+#include <memory>
+
+#include "blocks/basic/basic_blocks.h"
+
+namespace blockflow {
+namespace {
+
+// Reshape: `shape` may hold one -1, inferred from the element count.
+Expected<Shape> ResolveReshape(const Shape& in, const std::vector<int64_t>& target) {
+  int unknown = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == -1) {
+      if (unknown >= 0) return InvalidArgument("input 'shape' " + Shape(target).ToString() + " has more than one -1");
+      unknown = static_cast<int>(i);
+    } else if (target[i] < 0) {
+      return InvalidArgument("input 'shape' " + Shape(target).ToString() + " has a negative size other than -1");
+    } else {
+      known *= target[i];
+    }
+  }
+  std::vector<int64_t> dims = target;
+  const int64_t count = in.num_elements();
+  if (count < 0) {
+    if (unknown >= 0) dims[static_cast<size_t>(unknown)] = -1;
+    return Shape(dims);
+  }
+  if (unknown >= 0) {
+    if (known == 0 || count % known != 0) {
+      return InvalidArgument("cannot reshape " + in.ToString() + " (" + std::to_string(count) + " elements) to " +
+                             Shape(target).ToString());
+    }
+    dims[static_cast<size_t>(unknown)] = count / known;
+  } else if (known != count) {
+    return InvalidArgument("cannot reshape " + in.ToString() + " (" + std::to_string(count) + " elements) to " +
+                           Shape(target).ToString() + " (" + std::to_string(known) + " elements)");
+  }
+  return Shape(dims);
+}
+
+Expected<std::vector<int>> CheckPerm(const std::vector<int64_t>& perm, int rank) {
+  if (static_cast<int>(perm.size()) != rank) {
+    return InvalidArgument("input 'perm' " + Shape(perm).ToString() + " must have " + std::to_string(rank) +
+                           " entries, one per dimension of 'x'");
+  }
+  std::vector<int> p(perm.size());
+  std::vector<bool> seen(perm.size(), false);
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t v = perm[i] < 0 ? perm[i] + rank : perm[i];
+    if (v < 0 || v >= rank || seen[static_cast<size_t>(v)]) {
+      return InvalidArgument("input 'perm' " + Shape(perm).ToString() + " is not a permutation of 0.." +
+                             std::to_string(rank - 1));
+    }
+    seen[static_cast<size_t>(v)] = true;
+    p[i] = static_cast<int>(v);
+  }
+  return p;
+}
+
+}  // namespace
+
+void RegisterArrayBlocks(OpRegistry& registry) {
+  registry.Register(OpSchema("Identity")
+                        .Category("Basic")
+                        .Doc("Returns its input unchanged.")
+                        .Input("input", AllDTypes(), "Any tensor.")
+                        .Output("output", AllDTypes(), "The same tensor.")
+                        .SetShapeFn([](InferContext& c) {
+                          c.SetOutput(0, c.input(0));
+                          return Status::OK();
+                        })
+                        .SetReferenceKernel([](KernelContext& k) {
+                          k.outputs = {k.input(0)};
+                          return Status::OK();
+                        }));
+
+  registry.Register(
+      OpSchema("Reshape")
+          .Category("Array")
+          .Doc("The elements of `tensor` in row-major order with a new shape; one -1 in `shape` is inferred.")
+          .Input("tensor", AllDTypes(), "The tensor to reshape.")
+          .Input("shape", {DType::kInt32, DType::kInt64}, "1-D target shape.")
+          .Output("output", AllDTypes(), "The reshaped tensor.")
+          .SetShapeFn([](InferContext& c) {
+            const PortInfo& shape = c.input(1);
+            if (!shape.value) {
+              if (shape.shape.rank() != 1 || shape.shape.dim(0) < 0) {
+                return InvalidArgument("input 'shape' must be a 1-D tensor of known length");
+              }
+              c.SetOutput(0, c.input(0).dtype, Shape(std::vector<int64_t>(static_cast<size_t>(shape.shape.dim(0)), -1)));
+              return Status::OK();
+            }
+            ASSIGN_OR_RETURN(std::vector<int64_t> target, ConstIntVector(shape, "shape"));
+            ASSIGN_OR_RETURN(Shape out, ResolveReshape(c.input(0).shape, target));
+            PortInfo info{c.input(0).dtype, out, nullptr};
+            if (c.input(0).value && out.IsFullyDefined()) {
+              ASSIGN_OR_RETURN(Tensor t, c.input(0).value->Reshaped(out));
+              info.value = std::make_shared<const Tensor>(std::move(t));
+            }
+            c.SetOutput(0, info);
+            return Status::OK();
+          })
+          .SetReferenceKernel([](KernelContext& k) {
+            ASSIGN_OR_RETURN(Tensor t, k.input(0).Reshaped(k.output_infos[0].shape));
+            k.outputs = {std::move(t)};
+            return Status::OK();
+          }));
+
+  registry.Register(
+      OpSchema("Transpose")
+          .Category("Array")
+          .Doc("Permutes the dimensions of `x`: output dimension i is input dimension perm[i].")
+          .Input("x", AllDTypes(), "The tensor to transpose.")
+          .Input("perm", {DType::kInt32, DType::kInt64}, "A permutation of 0..rank-1.")
+          .Output("y", AllDTypes(), "The transposed tensor.")
+          .SetShapeFn([](InferContext& c) {
+            const Shape& in = c.input(0).shape;
+            if (!c.input(1).value) {
+              c.SetOutput(0, c.input(0).dtype, Shape(std::vector<int64_t>(static_cast<size_t>(in.rank()), -1)));
+              return Status::OK();
+            }
+            ASSIGN_OR_RETURN(std::vector<int64_t> perm, ConstIntVector(c.input(1), "perm"));
+            ASSIGN_OR_RETURN(std::vector<int> p, CheckPerm(perm, in.rank()));
+            std::vector<int64_t> dims;
+            for (int d : p) dims.push_back(in.dim(d));
+            c.SetOutput(0, c.input(0).dtype, Shape(dims));
+            return Status::OK();
+          })
+          .SetReferenceKernel([](KernelContext& k) {
+            const Tensor& in = k.input(0);
+            ASSIGN_OR_RETURN(std::vector<int> p, CheckPerm(k.input(1).ToInt64Vector(), in.shape().rank()));
+            Tensor& out = k.AllocateOutput(0);
+            const int rank = in.shape().rank();
+            std::vector<int64_t> in_stride(static_cast<size_t>(rank), 1);
+            for (int d = rank - 2; d >= 0; --d) {
+              in_stride[static_cast<size_t>(d)] = in_stride[static_cast<size_t>(d) + 1] * in.shape().dim(d + 1);
+            }
+            const size_t size = DTypeSize(in.dtype());
+            const auto* src = static_cast<const std::byte*>(in.raw());
+            auto* dst = static_cast<std::byte*>(out.raw());
+            std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+            for (int64_t i = 0; i < out.num_elements(); ++i) {
+              int64_t off = 0;
+              for (int d = 0; d < rank; ++d) off += index[static_cast<size_t>(d)] * in_stride[static_cast<size_t>(p[static_cast<size_t>(d)])];
+              std::memcpy(dst + i * static_cast<int64_t>(size), src + off * static_cast<int64_t>(size), size);
+              for (int d = rank - 1; d >= 0; --d) {
+                if (++index[static_cast<size_t>(d)] < out.shape().dim(d)) break;
+                index[static_cast<size_t>(d)] = 0;
+              }
+            }
+            return Status::OK();
+          }));
+}
+
+}  // namespace blockflow

@@ -1,0 +1,195 @@
+// Element-wise arithmetic with NumPy broadcasting (Add, Sub, Mul) and the Sum reduction.
+#include <algorithm>
+
+#include "blocks/basic/basic_blocks.h"
+
+namespace blockflow {
+namespace {
+
+const std::vector<DType> kNumeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64,
+                                     DType::kInt32,   DType::kInt64};
+
+// NumPy broadcasting: align from the right; sizes must match or one must be 1.
+Expected<Shape> BroadcastShape(const Shape& a, const Shape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> dims(static_cast<size_t>(rank));
+  for (int i = 0; i < rank; ++i) {
+    const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
+    const int64_t da = ia >= 0 ? a.dim(ia) : 1, db = ib >= 0 ? b.dim(ib) : 1;
+    int64_t d;
+    if (da == 1) d = db;
+    else if (db == 1) d = da;
+    else if (da < 0) d = db;
+    else if (db < 0) d = da;
+    else if (da == db) d = da;
+    else return InvalidArgument("shapes " + a.ToString() + " and " + b.ToString() +
+                                " cannot be broadcast: dimension " + std::to_string(i) + " is " + std::to_string(da) +
+                                " vs " + std::to_string(db) + " (sizes must match or one must be 1)");
+    dims[static_cast<size_t>(i)] = d;
+  }
+  return Shape(dims);
+}
+
+// Row-major strides of `in` seen as `out`'s rank, with 0 where `in` is broadcast.
+std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> strides(static_cast<size_t>(out.rank()), 0);
+  int64_t s = 1;
+  for (int i = in.rank() - 1; i >= 0; --i) {
+    const int o = out.rank() - in.rank() + i;
+    strides[static_cast<size_t>(o)] = in.dim(i) == 1 ? 0 : s;
+    s *= in.dim(i);
+  }
+  return strides;
+}
+
+enum class BinaryOp { kAdd, kSub, kMul };
+
+// out[i] = x[bx(i)] op y[by(i)]; 16-bit floats computed in float and rounded once.
+template <typename T>
+void BinaryKernel(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
+  using Acc = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+  const T* px = x.data<T>();
+  const T* py = y.data<T>();
+  T* po = out.data<T>();
+  const Shape& shape = out.shape();
+  const auto sx = BroadcastStrides(x.shape(), shape), sy = BroadcastStrides(y.shape(), shape);
+  const int rank = shape.rank();
+  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  int64_t ox = 0, oy = 0;
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    const Acc a = static_cast<Acc>(px[ox]), b = static_cast<Acc>(py[oy]);
+    const Acc r = op == BinaryOp::kAdd ? a + b : op == BinaryOp::kSub ? a - b : a * b;
+    po[i] = T(r);
+    // Advance the multi-index (odometer) and the two offsets.
+    for (int d = rank - 1; d >= 0; --d) {
+      const size_t u = static_cast<size_t>(d);
+      if (++index[u] < shape.dim(d)) {
+        ox += sx[u];
+        oy += sy[u];
+        break;
+      }
+      ox -= sx[u] * (shape.dim(d) - 1);
+      oy -= sy[u] * (shape.dim(d) - 1);
+      index[u] = 0;
+    }
+  }
+}
+
+void RegisterBinary(OpRegistry& registry, const std::string& name, BinaryOp op, const std::string& doc) {
+  registry.Register(
+      OpSchema(name)
+          .Category("Math")
+          .Doc(doc + " With NumPy broadcasting.")
+          .Input("x", kNumeric)
+          .Input("y", kNumeric)
+          .Output("z", kNumeric)
+          .SameDType({"x", "y"})
+          .SetShapeFn([](InferContext& c) {
+            ASSIGN_OR_RETURN(Shape s, BroadcastShape(c.input(0).shape, c.input(1).shape));
+            c.SetOutput(0, c.input(0).dtype, s);
+            return Status::OK();
+          })
+          .SetReferenceKernel([op](KernelContext& k) {
+            Tensor& out = k.AllocateOutput(0);
+            DispatchAll(out.dtype(), [&](auto t) {
+              using T = decltype(t);
+              if constexpr (!std::is_same_v<T, bool>) BinaryKernel<T>(op, k.input(0), k.input(1), out);
+            });
+            return Status::OK();
+          }));
+}
+
+// Sum: reduces `input` over the axes in `axis` (negative counts from the end).
+Expected<std::vector<bool>> ReducedAxes(const PortInfo& axis, int rank) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, [&]() -> Expected<std::vector<int64_t>> {
+    if (!axis.value) return InvalidArgument("input 'axis' must be a known constant");
+    if (axis.value->shape().rank() > 1) return InvalidArgument("input 'axis' must be 0-D or 1-D");
+    return axis.value->ToInt64Vector();
+  }());
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) {
+      return InvalidArgument("axis " + std::to_string(a) + " is out of range for a tensor of rank " + std::to_string(rank));
+    }
+    const size_t u = static_cast<size_t>(a < 0 ? a + rank : a);
+    if (reduced[u]) return InvalidArgument("axis " + std::to_string(a) + " is listed twice");
+    reduced[u] = true;
+  }
+  return reduced;
+}
+
+Shape ReducedShape(const Shape& in, const std::vector<bool>& reduced, bool keep_dims) {
+  std::vector<int64_t> dims;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (!reduced[static_cast<size_t>(i)]) dims.push_back(in.dim(i));
+    else if (keep_dims) dims.push_back(1);
+  }
+  return Shape(dims);
+}
+
+}  // namespace
+
+void RegisterMathBlocks(OpRegistry& registry) {
+  RegisterBinary(registry, "Add", BinaryOp::kAdd, "x + y, element-wise.");
+  RegisterBinary(registry, "Sub", BinaryOp::kSub, "x - y, element-wise.");
+  RegisterBinary(registry, "Mul", BinaryOp::kMul, "x * y, element-wise.");
+
+  registry.Register(
+      OpSchema("Sum")
+          .Category("Math")
+          .Doc("Sum of `input` over the dimensions in `axis`. Floats accumulate in float64 and round once.")
+          .Input("input", kNumeric, "The tensor to reduce.")
+          .Input("axis", {DType::kInt32, DType::kInt64}, "Dimensions to reduce; negative counts from the end.")
+          .Output("output", kNumeric, "The reduced tensor.")
+          .Attr("keep_dims", AttrType::kBool, false, "Keep reduced dimensions with size 1.")
+          .SetShapeFn([](InferContext& c) {
+            const Shape& in = c.input(0).shape;
+            ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedAxes(c.input(1), in.rank()));
+            c.SetOutput(0, c.input(0).dtype, ReducedShape(in, reduced, c.attrs().GetBool("keep_dims")));
+            return Status::OK();
+          })
+          .SetReferenceKernel([](KernelContext& k) {
+            const Tensor& in = k.input(0);
+            PortInfo axis{k.input(1).dtype(), k.input(1).shape(), std::make_shared<const Tensor>(k.input(1))};
+            ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedAxes(axis, in.shape().rank()));
+            Tensor& out = k.AllocateOutput(0);
+            // Output offset of each input element: drop the reduced dimensions.
+            const int rank = in.shape().rank();
+            std::vector<int64_t> out_stride(static_cast<size_t>(rank), 0);
+            int64_t s = 1;
+            for (int d = rank - 1; d >= 0; --d) {
+              if (reduced[static_cast<size_t>(d)]) continue;
+              out_stride[static_cast<size_t>(d)] = s;
+              s *= in.shape().dim(d);
+            }
+            const bool is_int = in.dtype() == DType::kInt32 || in.dtype() == DType::kInt64;
+            std::vector<double> acc(static_cast<size_t>(out.num_elements()), 0.0);
+            std::vector<int64_t> iacc(is_int ? acc.size() : 0, 0);
+            std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+            int64_t o = 0;
+            for (int64_t i = 0; i < in.num_elements(); ++i) {
+              if (is_int) {
+                iacc[static_cast<size_t>(o)] += in.dtype() == DType::kInt32 ? in.data<int32_t>()[i] : in.data<int64_t>()[i];
+              } else {
+                acc[static_cast<size_t>(o)] += in.GetAsDouble(i);
+              }
+              for (int d = rank - 1; d >= 0; --d) {
+                const size_t u = static_cast<size_t>(d);
+                if (++index[u] < in.shape().dim(d)) {
+                  o += out_stride[u];
+                  break;
+                }
+                o -= out_stride[u] * (in.shape().dim(d) - 1);
+                index[u] = 0;
+              }
+            }
+            for (int64_t j = 0; j < out.num_elements(); ++j) {
+              if (!is_int) out.SetFromDouble(j, acc[static_cast<size_t>(j)]);
+              else if (out.dtype() == DType::kInt32) out.data<int32_t>()[j] = static_cast<int32_t>(iacc[static_cast<size_t>(j)]);
+              else out.data<int64_t>()[j] = iacc[static_cast<size_t>(j)];
+            }
+            return Status::OK();
+          }));
+}
+
+}  // namespace blockflow

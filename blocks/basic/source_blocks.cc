@@ -1,0 +1,246 @@
+// Blocks that make tensors: Const, Placeholder, Fill, ZerosLike, RandomUniform, RandomStandardNormal.
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "blocks/basic/basic_blocks.h"
+#include "core/npy.h"
+
+namespace blockflow {
+namespace {
+
+const std::vector<DType> kNumeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64,
+                                     DType::kInt32,   DType::kInt64};
+const std::vector<DType> kIndex = {DType::kInt32, DType::kInt64};
+
+// Const: the tensor from `value` (flat row-major list, or one number filling `shape`) or `file` (.npy).
+Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
+  const DType dtype = attrs.GetDType("dtype");
+  const bool has_value = attrs.Has("value"), has_file = attrs.Has("file");
+  if (has_value == has_file) return InvalidArgument("give exactly one of attrs 'value' and 'file'");
+  if (has_file) {
+    std::filesystem::path path(attrs.GetString("file"));
+    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+    ASSIGN_OR_RETURN(Tensor t, ReadNpy(path.string(), dtype));
+    if (attrs.Has("shape") && attrs.GetShape("shape") != t.shape()) {
+      return InvalidArgument("attr 'shape' " + attrs.GetShape("shape").ToString() + " differs from the shape " +
+                             t.shape().ToString() + " in '" + attrs.GetString("file") + "'");
+    }
+    return t;
+  }
+  const nlohmann::json& value = attrs.Get("value");
+  std::vector<nlohmann::json> items;
+  if (value.is_array()) {
+    items.assign(value.begin(), value.end());
+  } else {
+    items.push_back(value);
+  }
+  Shape shape = attrs.Has("shape") ? attrs.GetShape("shape")
+                                   : (value.is_array() ? Shape{static_cast<int64_t>(items.size())} : Shape{});
+  if (!shape.IsFullyDefined()) return InvalidArgument("attr 'shape' " + shape.ToString() + " must not contain -1");
+  const bool fill = !value.is_array();
+  if (!fill && static_cast<int64_t>(items.size()) != shape.num_elements()) {
+    return InvalidArgument("attr 'value' has " + std::to_string(items.size()) + " numbers but shape " +
+                           shape.ToString() + " needs " + std::to_string(shape.num_elements()));
+  }
+  Tensor t(dtype, shape);
+  for (size_t k = 0; k < items.size(); ++k) {
+    const nlohmann::json& v = items[k];
+    double d;
+    if (v.is_boolean()) {
+      d = v.get<bool>() ? 1 : 0;
+    } else if (v.is_number()) {
+      d = v.get<double>();
+      if (!IsFloatingDType(dtype) && !v.is_number_integer()) {
+        return InvalidArgument("attr 'value' holds " + v.dump() + ", which is not an integer, for dtype " +
+                               std::string(DTypeName(dtype)));
+      }
+    } else {
+      return InvalidArgument("attr 'value' must hold numbers, got " + v.dump());
+    }
+    if (fill) {
+      for (int64_t i = 0; i < t.num_elements(); ++i) t.SetFromDouble(i, d);
+    } else if (dtype == DType::kInt64 && v.is_number_integer()) {
+      t.data<int64_t>()[k] = v.get<int64_t>();  // exact beyond 2^53
+    } else {
+      t.SetFromDouble(static_cast<int64_t>(k), d);
+    }
+  }
+  return t;
+}
+
+// A counter-based generator: value i depends only on (seed, seed2, i), so every run and
+// thread count gives the same tensor.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+double UniformAt(uint64_t key, uint64_t i) { return static_cast<double>(Mix(key ^ Mix(i)) >> 11) * 0x1.0p-53; }
+
+Status RandomShapeFn(InferContext& c) {
+  const DType dtype = c.attrs().GetDType("dtype");
+  if (!IsFloatingDType(dtype)) return InvalidArgument("attr 'dtype' must be a floating type, got " + std::string(DTypeName(dtype)));
+  const PortInfo& shape = c.input(0);
+  if (!shape.value) {
+    const int64_t rank = shape.shape.rank() == 1 ? shape.shape.dim(0) : -1;
+    if (rank < 0) return InvalidArgument("input 'shape' must be a 1-D tensor of known length");
+    c.SetOutput(0, dtype, Shape(std::vector<int64_t>(static_cast<size_t>(rank), -1)));
+    return Status::OK();
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, ConstIntVector(shape, "shape"));
+  for (int64_t d : dims) {
+    if (d < 0) return InvalidArgument("input 'shape' must not be negative, got " + Shape(dims).ToString());
+  }
+  c.SetOutput(0, dtype, Shape(dims));
+  return Status::OK();
+}
+
+KernelFn RandomKernel(bool normal) {
+  return [normal](KernelContext& k) {
+    Tensor& out = k.AllocateOutput(0);
+    const uint64_t key = Mix(static_cast<uint64_t>(k.attrs->GetInt("seed"))) ^
+                         Mix(static_cast<uint64_t>(k.attrs->GetInt("seed2")) + 0x632be59bd9b4e019ull);
+    const int64_t n = out.num_elements();
+    for (int64_t i = 0; i < n; ++i) {
+      double v;
+      if (normal) {
+        // Box–Muller on two uniforms drawn for this index alone.
+        const double u1 = 1.0 - UniformAt(key, 2 * static_cast<uint64_t>(i));  // (0, 1]
+        const double u2 = UniformAt(key, 2 * static_cast<uint64_t>(i) + 1);
+        v = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+      } else {
+        v = UniformAt(key, static_cast<uint64_t>(i));
+      }
+      out.SetFromDouble(i, v);
+    }
+    // Rounding to a narrow type can reach 1.0; TensorFlow's range is [0, 1).
+    if (!normal) {
+      for (int64_t i = 0; i < n; ++i) {
+        if (out.GetAsDouble(i) >= 1.0) out.SetFromDouble(i, 0.0);
+      }
+    }
+    return Status::OK();
+  };
+}
+
+}  // namespace
+
+void RegisterSourceBlocks(OpRegistry& registry) {
+  registry.Register(
+      OpSchema("Const")
+          .Category("Basic")
+          .Doc("A constant tensor: `value` (a flat row-major list, or one number filling `shape`) or `file` "
+               "(a .npy file, relative to the graph file).")
+          .Output("output", AllDTypes(), "The constant.")
+          .RequiredAttr("dtype", AttrType::kDType, "Element type.")
+          .Attr("shape", AttrType::kShape, nullptr, "Shape; optional with `file` or a list `value`.")
+          .Attr("value", AttrType::kAny, nullptr, "Numbers, row-major; or a single number that fills `shape`.")
+          .Attr("file", AttrType::kString, nullptr, "A .npy file relative to the graph file (bfloat16 as '<u2' bits).")
+          .SetShapeFn([](InferContext& c) {
+            ASSIGN_OR_RETURN(Tensor t, MakeConst(c.attrs(), c.base_dir()));
+            c.SetOutput(0, PortInfo{t.dtype(), t.shape(), std::make_shared<const Tensor>(std::move(t))});
+            return Status::OK();
+          })
+          .SetReferenceKernel([](KernelContext& k) {
+            ASSIGN_OR_RETURN(Tensor t, MakeConst(*k.attrs, k.base_dir));
+            k.outputs = {std::move(t)};
+            return Status::OK();
+          }));
+
+  registry.Register(
+      OpSchema("Placeholder")
+          .Category("Basic")
+          .Doc("A tensor fed at run time (`blockflow run --feed ID=FILE.npy`).")
+          .Output("output", AllDTypes(), "The fed tensor.")
+          .RequiredAttr("dtype", AttrType::kDType, "Element type of the fed tensor.")
+          .RequiredAttr("shape", AttrType::kShape, "Shape of the fed tensor; -1 for any size.")
+          .SetShapeFn([](InferContext& c) {
+            const DType dtype = c.attrs().GetDType("dtype");
+            const Shape shape = c.attrs().GetShape("shape");
+            if (const Tensor* feed = c.feed()) {
+              if (feed->dtype() != dtype) {
+                return InvalidArgument("fed a " + std::string(DTypeName(feed->dtype())) + " tensor, but dtype is " +
+                                       std::string(DTypeName(dtype)));
+              }
+              if (!shape.IsCompatibleWith(feed->shape())) {
+                return InvalidArgument("fed shape " + feed->shape().ToString() + " does not match shape " +
+                                       shape.ToString());
+              }
+              c.SetOutput(0, PortInfo{dtype, feed->shape(), std::make_shared<const Tensor>(*feed)});
+              return Status::OK();
+            }
+            c.SetOutput(0, dtype, shape);
+            return Status::OK();
+          })
+          .SetReferenceKernel([](KernelContext&) { return InvalidArgument("no value was fed"); }));
+
+  registry.Register(
+      OpSchema("Fill")
+          .Category("Basic")
+          .Doc("A tensor of shape `dims` filled with the scalar `value`.")
+          .Input("dims", kIndex, "1-D output shape.")
+          .Input("value", kNumeric, "0-D value to fill with.")
+          .Output("output", kNumeric, "The filled tensor.")
+          .SetShapeFn([](InferContext& c) {
+            if (c.input(1).shape.rank() != 0) {
+              return InvalidArgument("input 'value' must be a scalar, got shape " + c.input(1).shape.ToString());
+            }
+            const PortInfo& dims = c.input(0);
+            if (!dims.value) {
+              if (dims.shape.rank() != 1 || dims.shape.dim(0) < 0) {
+                return InvalidArgument("input 'dims' must be a 1-D tensor of known length");
+              }
+              c.SetOutput(0, c.input(1).dtype, Shape(std::vector<int64_t>(static_cast<size_t>(dims.shape.dim(0)), -1)));
+              return Status::OK();
+            }
+            ASSIGN_OR_RETURN(std::vector<int64_t> d, ConstIntVector(dims, "dims"));
+            for (int64_t v : d) {
+              if (v < 0) return InvalidArgument("input 'dims' must not be negative, got " + Shape(d).ToString());
+            }
+            c.SetOutput(0, c.input(1).dtype, Shape(d));
+            return Status::OK();
+          })
+          .SetReferenceKernel([](KernelContext& k) {
+            Tensor& out = k.AllocateOutput(0);
+            const size_t size = DTypeSize(out.dtype());
+            const auto* v = static_cast<const std::byte*>(k.input(1).raw());
+            auto* p = static_cast<std::byte*>(out.raw());
+            for (int64_t i = 0; i < out.num_elements(); ++i) std::memcpy(p + i * size, v, size);
+            return Status::OK();
+          }));
+
+  registry.Register(OpSchema("ZerosLike")
+                        .Category("Basic")
+                        .Doc("Zeros with the dtype and shape of `x`.")
+                        .Input("x", AllDTypes(), "Any tensor.")
+                        .Output("y", AllDTypes(), "Zeros shaped like x.")
+                        .SetShapeFn([](InferContext& c) {
+                          c.SetOutput(0, c.input(0).dtype, c.input(0).shape);
+                          return Status::OK();
+                        })
+                        .SetReferenceKernel([](KernelContext& k) {
+                          k.AllocateOutput(0);  // zero-filled
+                          return Status::OK();
+                        }));
+
+  for (bool normal : {false, true}) {
+    registry.Register(
+        OpSchema(normal ? "RandomStandardNormal" : "RandomUniform")
+            .Category("Random")
+            .Doc(normal ? "Normal(0, 1) values. Deterministic: the same (seed, seed2) give the same tensor on every "
+                          "run and thread count."
+                        : "Uniform values in [0, 1). Deterministic: the same (seed, seed2) give the same tensor on "
+                          "every run and thread count.")
+            .Input("shape", kIndex, "1-D output shape.")
+            .Output("output", FloatDTypes(), "The random tensor.")
+            .Attr("dtype", AttrType::kDType, "float32", "Output type (a floating type).")
+            .Attr("seed", AttrType::kInt, 0, "Seed.")
+            .Attr("seed2", AttrType::kInt, 0, "Second seed.")
+            .SetShapeFn(RandomShapeFn)
+            .SetReferenceKernel(RandomKernel(normal)));
+  }
+}
+
+}  // namespace blockflow

@@ -1,0 +1,272 @@
+// Whole-graph validation and dtype/shape inference (AnalyzeGraph).
+#include <algorithm>
+#include <exception>
+#include <queue>
+#include <set>
+
+#include "core/graph.h"
+
+namespace blockflow {
+namespace {
+
+std::string DTypeList(const std::vector<DType>& dtypes) {
+  std::string s;
+  for (DType d : dtypes) s += (s.empty() ? "" : ", ") + std::string(DTypeName(d));
+  return s;
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const bool same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (same ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// " (did you mean 'X'?)" for a near miss among `candidates`, else "".
+std::string Suggest(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    const size_t d = EditDistance(name, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+}  // namespace
+
+GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const std::map<std::string, Tensor>* feeds) {
+  const auto& nodes = graph.nodes();
+  const size_t n = nodes.size();
+  GraphAnalysis result;
+  result.nodes.resize(n);
+  std::vector<std::vector<std::string>> errors(n);
+  std::vector<bool> structural_ok(n, true);
+  std::vector<const OpSchema*> schemas(n, nullptr);
+  auto error = [&](size_t i, std::string msg) {
+    errors[i].push_back(std::move(msg));
+    structural_ok[i] = false;
+  };
+
+  std::vector<std::string> op_names;
+  for (const OpSchema* s : registry.All()) op_names.push_back(s->name());
+
+  // 1. Per node: op, ports and wires, attrs.
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = nodes[i];
+    NodeInfo& info = result.nodes[i];
+    const OpSchema* schema = registry.Find(node.op);
+    schemas[i] = schema;
+    if (!schema) {
+      error(i, "unknown op '" + node.op + "'" + Suggest(node.op, op_names) + "; `blockflow ops` lists the blocks");
+      continue;
+    }
+    std::vector<std::string> port_names;
+    for (const PortDef& p : schema->inputs()) port_names.push_back(p.name);
+    for (const auto& [port, eps] : node.inputs) {
+      const int pi = schema->InputIndex(port);
+      if (pi < 0) {
+        error(i, "unknown input port '" + port + "'" + Suggest(port, port_names) + "; " + node.op +
+                     " has inputs: " + [&] {
+                       std::string s;
+                       for (const auto& p : port_names) s += (s.empty() ? "" : ", ") + p;
+                       return s.empty() ? std::string("none") : s;
+                     }());
+        continue;
+      }
+      if (!schema->inputs()[static_cast<size_t>(pi)].is_list && eps.size() != 1) {
+        error(i, "input '" + port + "' takes exactly one wire, got " + std::to_string(eps.size()));
+      }
+      for (const Endpoint& e : eps) {
+        if (e.node == node.id) {
+          error(i, "input '" + port + "' reads the node's own output '" + e.ToString() + "' (a cycle)");
+        } else if (graph.IndexOf(e.node) < 0) {
+          error(i, "input '" + port + "' reads '" + e.ToString() + "', but there is no node '" + e.node + "'");
+        }
+      }
+    }
+    for (const PortDef& p : schema->inputs()) {
+      if (!p.is_list && !node.inputs.count(p.name)) error(i, "input '" + p.name + "' is not connected");
+    }
+    // Attributes: known, well typed, required ones present; defaults merged.
+    nlohmann::json attrs = nlohmann::json::object();
+    if (!node.attrs.is_object()) {
+      error(i, "'attrs' must be an object");
+    } else {
+      std::vector<std::string> attr_names;
+      for (const AttrDef& a : schema->attrs()) attr_names.push_back(a.name);
+      for (const auto& [name, value] : node.attrs.items()) {
+        const AttrDef* def = schema->FindAttr(name);
+        if (!def) {
+          error(i, "unknown attr '" + name + "'" + Suggest(name, attr_names) + "; " + node.op + " has attrs: " + [&] {
+            std::string s;
+            for (const auto& a : attr_names) s += (s.empty() ? "" : ", ") + a;
+            return s.empty() ? std::string("none") : s;
+          }());
+          continue;
+        }
+        Status s = CheckAttrValue(*def, value);
+        if (!s.ok()) {
+          error(i, s.message());
+          continue;
+        }
+        attrs[name] = value;
+      }
+    }
+    for (const AttrDef& a : schema->attrs()) {
+      if (attrs.contains(a.name)) continue;
+      if (a.required) {
+        if (!node.attrs.is_object() || !node.attrs.contains(a.name)) error(i, "attr '" + a.name + "' is required");
+      } else if (!a.default_value.is_null()) {
+        attrs[a.name] = a.default_value;
+      }
+    }
+    info.attrs = AttrMap(std::move(attrs));
+  }
+
+  // 2. Topological order (Kahn); nodes left over are on or behind a cycle.
+  std::vector<std::vector<size_t>> consumers(n);
+  std::vector<int> indegree(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    std::set<int> producers;
+    for (const auto& [port, eps] : nodes[i].inputs) {
+      for (const Endpoint& e : eps) {
+        const int p = graph.IndexOf(e.node);
+        if (p >= 0 && static_cast<size_t>(p) != i) producers.insert(p);
+      }
+    }
+    for (int p : producers) {
+      consumers[static_cast<size_t>(p)].push_back(i);
+      ++indegree[i];
+    }
+  }
+  std::queue<size_t> ready;
+  for (size_t i = 0; i < n; ++i) {
+    if (indegree[i] == 0) ready.push(i);
+  }
+  std::vector<bool> ordered(n, false);
+  while (!ready.empty()) {
+    const size_t i = ready.front();
+    ready.pop();
+    ordered[i] = true;
+    result.topo_order.push_back(static_cast<int>(i));
+    for (size_t c : consumers[i]) {
+      if (--indegree[c] == 0) ready.push(c);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (ordered[i]) continue;
+    // Report the nodes really on a cycle; the ones merely downstream just stay unresolved.
+    for (const auto& [port, eps] : nodes[i].inputs) {
+      bool reported = false;
+      for (const Endpoint& e : eps) {
+        if (e.node != nodes[i].id && graph.IndexOf(e.node) >= 0 && WouldCreateCycle(graph, e.node, nodes[i].id)) {
+          error(i, "input '" + port + "' from '" + e.node + "' closes a cycle; a graph must be acyclic");
+          reported = true;
+          break;
+        }
+      }
+      if (reported) break;
+    }
+    structural_ok[i] = false;
+  }
+
+  // 3. Inference in topological order.
+  for (int idx : result.topo_order) {
+    const size_t i = static_cast<size_t>(idx);
+    const Node& node = nodes[i];
+    NodeInfo& info = result.nodes[i];
+    const OpSchema* schema = schemas[i];
+    if (!structural_ok[i] || !schema) continue;
+    bool inputs_known = true;
+    std::vector<PortInfo> inputs;
+    std::vector<int> port_starts;
+    std::map<std::string, DType> port_dtype;
+    for (const PortDef& p : schema->inputs()) {
+      port_starts.push_back(static_cast<int>(inputs.size()));
+      auto it = node.inputs.find(p.name);
+      if (it == node.inputs.end()) continue;
+      for (const Endpoint& e : it->second) {
+        const size_t producer = static_cast<size_t>(graph.IndexOf(e.node));
+        const NodeInfo& pinfo = result.nodes[producer];
+        if (!pinfo.ok) {
+          inputs_known = false;  // the producer reports its own problem
+          continue;
+        }
+        if (e.index < 0 || e.index >= static_cast<int>(pinfo.outputs.size())) {
+          error(i, "input '" + p.name + "' reads output " + std::to_string(e.index) + " of '" + e.node + "', which has " +
+                       std::to_string(pinfo.outputs.size()) + " output(s)");
+          inputs_known = false;
+          continue;
+        }
+        const PortInfo& in = pinfo.outputs[static_cast<size_t>(e.index)];
+        if (std::find(p.dtypes.begin(), p.dtypes.end(), in.dtype) == p.dtypes.end()) {
+          error(i, "input '" + p.name + "' must be " + DTypeList(p.dtypes) + ", but '" + e.ToString() + "' is " +
+                       std::string(DTypeName(in.dtype)));
+          inputs_known = false;
+        }
+        port_dtype.emplace(p.name, in.dtype);
+        inputs.push_back(in);
+      }
+    }
+    if (!inputs_known || !structural_ok[i]) continue;
+    // TensorFlow's `T`: the listed ports share one dtype.
+    bool same_ok = true;
+    std::string first_port;
+    for (const std::string& port : schema->same_dtype()) {
+      auto it = port_dtype.find(port);
+      if (it == port_dtype.end()) continue;
+      if (first_port.empty()) {
+        first_port = port;
+      } else if (it->second != port_dtype[first_port]) {
+        error(i, "inputs '" + first_port + "' (" + std::string(DTypeName(port_dtype[first_port])) + ") and '" + port +
+                     "' (" + std::string(DTypeName(it->second)) + ") must have the same dtype");
+        same_ok = false;
+      }
+    }
+    if (!same_ok) continue;
+    const Tensor* feed = nullptr;
+    if (feeds) {
+      auto it = feeds->find(node.id);
+      if (it != feeds->end()) feed = &it->second;
+    }
+    InferContext ctx(node.id, node.op, info.attrs, inputs, port_starts, graph.base_dir, feed);
+    Status s;
+    try {
+      s = schema->shape_fn()(ctx);
+    } catch (const std::exception& e) {
+      s = Internal(std::string("shape function failed: ") + e.what());
+    }
+    if (!s.ok()) {
+      error(i, s.message());
+      continue;
+    }
+    if (!schema->variadic_outputs() && ctx.outputs().size() != schema->outputs().size()) {
+      error(i, "internal: shape function set " + std::to_string(ctx.outputs().size()) + " outputs, schema declares " +
+                   std::to_string(schema->outputs().size()));
+      continue;
+    }
+    info.inputs = std::move(inputs);
+    info.port_starts = std::move(port_starts);
+    info.outputs = ctx.outputs();
+    info.ok = true;
+  }
+
+  for (size_t i = 0; i < n; ++i) {
+    result.nodes[i].errors = errors[i];
+    for (const std::string& msg : errors[i]) result.issues.push_back(NodeIssue{nodes[i].id, nodes[i].op, msg});
+  }
+  return result;
+}
+
+}  // namespace blockflow

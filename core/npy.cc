@@ -1,0 +1,199 @@
+#include "core/npy.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace blockflow {
+namespace fs = std::filesystem;
+namespace {
+
+std::string DescrOf(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return "<f2";
+    case DType::kBFloat16: return "<u2";
+    case DType::kFloat32: return "<f4";
+    case DType::kFloat64: return "<f8";
+    case DType::kInt32: return "<i4";
+    case DType::kInt64: return "<i8";
+    case DType::kBool: return "|b1";
+    case DType::kInvalid: break;
+  }
+  return "";
+}
+
+// Finds the value text after `'key':` in a NumPy header dict; empty when absent.
+std::string HeaderValue(const std::string& header, const std::string& key) {
+  size_t k = header.find("'" + key + "'");
+  if (k == std::string::npos) k = header.find("\"" + key + "\"");
+  if (k == std::string::npos) return "";
+  size_t colon = header.find(':', k);
+  if (colon == std::string::npos) return "";
+  size_t start = header.find_first_not_of(' ', colon + 1);
+  if (start == std::string::npos) return "";
+  if (header[start] == '(') {
+    size_t end = header.find(')', start);
+    return end == std::string::npos ? "" : header.substr(start, end - start + 1);
+  }
+  if (header[start] == '\'' || header[start] == '"') {
+    size_t end = header.find(header[start], start + 1);
+    return end == std::string::npos ? "" : header.substr(start + 1, end - start - 1);
+  }
+  size_t end = header.find_first_of(",}", start);
+  std::string v = header.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  while (!v.empty() && v.back() == ' ') v.pop_back();
+  return v;
+}
+
+}  // namespace
+
+Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, DType expected_dtype) {
+  auto bad = [&](const std::string& why) { return InvalidArgument(origin + ": not a valid .npy file: " + why); };
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) return bad("missing the \\x93NUMPY magic");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  size_t header_len, header_start;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) return bad("truncated header");
+    header_len = 0;
+    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    header_start = 12;
+  } else {
+    return bad("unsupported format version " + std::to_string(major));
+  }
+  if (bytes.size() < header_start + header_len) return bad("truncated header");
+  const std::string header = bytes.substr(header_start, header_len);
+
+  const std::string descr = HeaderValue(header, "descr");
+  const std::string fortran = HeaderValue(header, "fortran_order");
+  const std::string shape_text = HeaderValue(header, "shape");
+  if (descr.empty() || fortran.empty() || shape_text.empty()) return bad("header lacks descr, fortran_order or shape");
+  if (fortran != "False") return bad("Fortran-order arrays are not supported; save with C order");
+
+  DType dtype = DType::kInvalid;
+  for (DType d : AllDTypes()) {
+    if (DescrOf(d) == descr && d != DType::kBFloat16) dtype = d;
+  }
+  if (descr == "<u2") {
+    if (expected_dtype != DType::kBFloat16) {
+      return bad("dtype '<u2' (uint16) is only read as bfloat16 raw bits, where bfloat16 is expected");
+    }
+    dtype = DType::kBFloat16;
+  }
+  if (descr == "<b1") dtype = DType::kBool;
+  if (dtype == DType::kInvalid) {
+    return bad("unsupported dtype '" + descr + "' (blockflow reads <f2 <f4 <f8 <i4 <i8 |b1, and <u2 as bfloat16; big-endian is not supported)");
+  }
+
+  std::vector<int64_t> dims;
+  std::string inner = shape_text.substr(1, shape_text.size() - 2);
+  std::stringstream ss(inner);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t b = item.find_first_not_of(' ');
+    if (b == std::string::npos) continue;
+    item = item.substr(b);
+    while (!item.empty() && (item.back() == ' ' || item.back() == 'L')) item.pop_back();
+    char* end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (end == item.c_str() || *end != '\0' || v < 0) return bad("bad shape " + shape_text);
+    dims.push_back(v);
+  }
+  Shape shape(dims);
+  // Guard the element count before allocating: the data must be present in full.
+  const size_t data_start = header_start + header_len;
+  const size_t available = bytes.size() - data_start;
+  long double count = 1;
+  for (int64_t d : dims) count *= static_cast<long double>(d);
+  if (count * static_cast<long double>(DTypeSize(dtype)) != static_cast<long double>(available)) {
+    return bad("shape " + shape.ToString() + " of " + std::string(DTypeName(dtype)) + " needs " +
+               std::to_string(static_cast<unsigned long long>(count * DTypeSize(dtype))) + " data bytes, file has " +
+               std::to_string(available));
+  }
+  if (expected_dtype != DType::kInvalid && expected_dtype != dtype) {
+    return InvalidArgument(origin + ": holds " + std::string(DTypeName(dtype)) + " (" + descr + "), expected " +
+                           std::string(DTypeName(expected_dtype)));
+  }
+  Tensor t(dtype, shape);
+  if (available) std::memcpy(t.raw(), bytes.data() + data_start, available);
+  return t;
+}
+
+Expected<Tensor> ReadNpy(const std::string& path, DType expected_dtype) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  return ParseNpy(bytes, path, expected_dtype);
+}
+
+std::string SerializeNpy(const Tensor& tensor) {
+  std::string shape = "(";
+  for (int i = 0; i < tensor.shape().rank(); ++i) {
+    shape += std::to_string(tensor.shape().dim(i));
+    if (tensor.shape().rank() == 1 || i + 1 < tensor.shape().rank()) shape += ",";
+    if (i + 1 < tensor.shape().rank()) shape += " ";
+  }
+  shape += ")";
+  std::string header = "{'descr': '" + DescrOf(tensor.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Pad so that magic + length + header (ending in '\n') is a multiple of 64.
+  const size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(1);
+  out += static_cast<char>(0);
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>((header.size() >> 8) & 0xff);
+  out += header;
+  out.append(static_cast<const char*>(tensor.raw()), tensor.num_bytes());
+  return out;
+}
+
+Status WriteNpy(const std::string& path, const Tensor& tensor) { return WriteFileAtomic(path, SerializeNpy(tensor)); }
+
+Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+  static std::atomic<int> counter{0};
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) return IoError("cannot create folder '" + target.parent_path().string() + "': " + ec.message());
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return IoError("cannot write '" + path + "': " + std::strerror(errno));
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(tmp, ec);
+      return IoError("cannot write '" + path + "': write failed (disk full?)");
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return IoError("cannot write '" + path + "': " + ec.message());
+  }
+  return Status::OK();
+}
+
+Expected<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return IoError("cannot read '" + path + "': it is a folder");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError("cannot read '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return IoError("cannot read '" + path + "': read failed");
+  return ss.str();
+}
+
+}  // namespace blockflow

@@ -1,0 +1,240 @@
+#include "core/schema.h"
+
+namespace blockflow {
+
+std::string_view AttrTypeName(AttrType type) {
+  switch (type) {
+    case AttrType::kInt: return "int";
+    case AttrType::kFloat: return "float";
+    case AttrType::kBool: return "bool";
+    case AttrType::kString: return "string";
+    case AttrType::kEnum: return "enum";
+    case AttrType::kInts: return "ints";
+    case AttrType::kFloats: return "floats";
+    case AttrType::kDType: return "dtype";
+    case AttrType::kShape: return "shape";
+    case AttrType::kAny: return "any";
+  }
+  return "any";
+}
+
+// ---- AttrMap ----
+
+const nlohmann::json& AttrMap::Get(const std::string& name) const {
+  static const nlohmann::json kNull;
+  auto it = json_.find(name);
+  return it == json_.end() ? kNull : *it;
+}
+
+int64_t AttrMap::GetInt(const std::string& name) const {
+  const auto& v = Get(name);
+  BF_CHECK(v.is_number_integer(), "attr '" + name + "' is not an int");
+  return v.get<int64_t>();
+}
+
+double AttrMap::GetFloat(const std::string& name) const {
+  const auto& v = Get(name);
+  BF_CHECK(v.is_number(), "attr '" + name + "' is not a number");
+  return v.get<double>();
+}
+
+bool AttrMap::GetBool(const std::string& name) const {
+  const auto& v = Get(name);
+  BF_CHECK(v.is_boolean(), "attr '" + name + "' is not a bool");
+  return v.get<bool>();
+}
+
+std::string AttrMap::GetString(const std::string& name) const {
+  const auto& v = Get(name);
+  BF_CHECK(v.is_string(), "attr '" + name + "' is not a string");
+  return v.get<std::string>();
+}
+
+std::vector<int64_t> AttrMap::GetInts(const std::string& name) const {
+  const auto& v = Get(name);
+  BF_CHECK(v.is_array(), "attr '" + name + "' is not a list");
+  std::vector<int64_t> out;
+  for (const auto& e : v) {
+    BF_CHECK(e.is_number_integer(), "attr '" + name + "' holds a non-int");
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+std::vector<double> AttrMap::GetFloats(const std::string& name) const {
+  const auto& v = Get(name);
+  BF_CHECK(v.is_array(), "attr '" + name + "' is not a list");
+  std::vector<double> out;
+  for (const auto& e : v) out.push_back(e.get<double>());
+  return out;
+}
+
+DType AttrMap::GetDType(const std::string& name) const {
+  auto d = ParseDType(GetString(name));
+  BF_CHECK(d.has_value(), "attr '" + name + "' is not a dtype");
+  return *d;
+}
+
+Shape AttrMap::GetShape(const std::string& name) const { return Shape(GetInts(name)); }
+
+// ---- InferContext / KernelContext ----
+
+void InferContext::SetOutput(int i, PortInfo info) {
+  if (static_cast<int>(outputs_.size()) <= i) outputs_.resize(static_cast<size_t>(i) + 1);
+  outputs_[static_cast<size_t>(i)] = std::move(info);
+}
+
+Tensor& KernelContext::AllocateOutput(int i) {
+  if (static_cast<int>(outputs.size()) <= i) outputs.resize(static_cast<size_t>(i) + 1);
+  const PortInfo& info = output_infos.at(static_cast<size_t>(i));
+  outputs[static_cast<size_t>(i)] = Tensor(info.dtype, info.shape);
+  return outputs[static_cast<size_t>(i)];
+}
+
+// ---- OpSchema ----
+
+OpSchema& OpSchema::Input(std::string name, std::vector<DType> dtypes, std::string doc) {
+  inputs_.push_back(PortDef{std::move(name), std::move(dtypes), std::move(doc), false});
+  return *this;
+}
+
+OpSchema& OpSchema::InputList(std::string name, std::vector<DType> dtypes, std::string doc) {
+  inputs_.push_back(PortDef{std::move(name), std::move(dtypes), std::move(doc), true});
+  return *this;
+}
+
+OpSchema& OpSchema::Output(std::string name, std::vector<DType> dtypes, std::string doc) {
+  outputs_.push_back(OutputDef{std::move(name), std::move(dtypes), std::move(doc)});
+  return *this;
+}
+
+OpSchema& OpSchema::Attr(std::string name, AttrType type, nlohmann::json default_value, std::string doc) {
+  AttrDef def;
+  def.name = std::move(name);
+  def.type = type;
+  def.default_value = std::move(default_value);
+  def.doc = std::move(doc);
+  attrs_.push_back(std::move(def));
+  return *this;
+}
+
+OpSchema& OpSchema::RequiredAttr(std::string name, AttrType type, std::string doc) {
+  AttrDef def;
+  def.name = std::move(name);
+  def.type = type;
+  def.required = true;
+  def.doc = std::move(doc);
+  attrs_.push_back(std::move(def));
+  return *this;
+}
+
+OpSchema& OpSchema::EnumAttr(std::string name, std::vector<std::string> allowed, std::string default_value,
+                             std::string doc) {
+  AttrDef def;
+  def.name = std::move(name);
+  def.type = AttrType::kEnum;
+  def.allowed = std::move(allowed);
+  def.required = default_value.empty();
+  if (!def.required) def.default_value = default_value;
+  def.doc = std::move(doc);
+  attrs_.push_back(std::move(def));
+  return *this;
+}
+
+int OpSchema::InputIndex(const std::string& name) const {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (inputs_[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const AttrDef* OpSchema::FindAttr(const std::string& name) const {
+  for (const auto& a : attrs_) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+// ---- OpRegistry ----
+
+void OpRegistry::Register(OpSchema schema) {
+  const std::string name = schema.name();
+  BF_CHECK(!schemas_.count(name), "op registered twice: " + name);
+  BF_CHECK(schema.shape_fn() != nullptr, "op has no shape function: " + name);
+  schemas_[name] = std::make_unique<OpSchema>(std::move(schema));
+}
+
+const OpSchema* OpRegistry::Find(const std::string& op) const {
+  auto it = schemas_.find(op);
+  return it == schemas_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const OpSchema*> OpRegistry::All() const {
+  std::vector<const OpSchema*> out;
+  for (const auto& [name, schema] : schemas_) out.push_back(schema.get());
+  return out;
+}
+
+OpRegistry& OpRegistry::Global() {
+  static OpRegistry* registry = new OpRegistry();  // never destroyed: used until exit
+  return *registry;
+}
+
+// ---- attribute checking ----
+
+Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value) {
+  auto fail = [&](const std::string& rule) {
+    return InvalidArgument("attr '" + def.name + "' " + rule + ", got " + value.dump());
+  };
+  auto all_of = [&](auto pred) {
+    if (!value.is_array()) return false;
+    for (const auto& e : value) {
+      if (!pred(e)) return false;
+    }
+    return true;
+  };
+  switch (def.type) {
+    case AttrType::kInt:
+      if (!value.is_number_integer()) return fail("must be an integer");
+      break;
+    case AttrType::kFloat:
+      if (!value.is_number()) return fail("must be a number");
+      break;
+    case AttrType::kBool:
+      if (!value.is_boolean()) return fail("must be true or false");
+      break;
+    case AttrType::kString:
+      if (!value.is_string()) return fail("must be a string");
+      break;
+    case AttrType::kEnum: {
+      std::string list;
+      for (const auto& a : def.allowed) list += (list.empty() ? "" : ", ") + a;
+      if (!value.is_string()) return fail("must be one of " + list);
+      for (const auto& a : def.allowed) {
+        if (value.get<std::string>() == a) return Status::OK();
+      }
+      return fail("must be one of " + list);
+    }
+    case AttrType::kInts:
+      if (!all_of([](const nlohmann::json& e) { return e.is_number_integer(); })) return fail("must be a list of integers");
+      break;
+    case AttrType::kFloats:
+      if (!all_of([](const nlohmann::json& e) { return e.is_number(); })) return fail("must be a list of numbers");
+      break;
+    case AttrType::kDType:
+      if (!value.is_string() || !ParseDType(value.get<std::string>())) {
+        return fail("must be a dtype name (float16, bfloat16, float32, float64, int32, int64, bool)");
+      }
+      break;
+    case AttrType::kShape:
+      if (!all_of([](const nlohmann::json& e) { return e.is_number_integer() && e.get<int64_t>() >= -1; })) {
+        return fail("must be a list of dimensions (integers >= 0, or -1 for any size)");
+      }
+      break;
+    case AttrType::kAny:
+      break;
+  }
+  return Status::OK();
+}
+
+}  // namespace blockflow

@@ -1,0 +1,252 @@
+#include "core/session.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace blockflow {
+namespace {
+
+std::string Who(const Node& node) { return "node '" + node.id + "' (" + node.op + "): "; }
+
+}  // namespace
+
+int DefaultNumThreads() { return std::max(1, omp_get_num_procs()); }
+
+Session::Session(Graph graph, const OpRegistry& registry) : graph_(std::move(graph)), registry_(registry) {}
+
+std::vector<std::string> Session::DefaultFetches() const {
+  GraphAnalysis analysis = AnalyzeGraph(graph_, registry_);
+  std::vector<std::string> fetches;
+  const auto& nodes = graph_.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!graph_.Consumers(nodes[i].id).empty()) continue;
+    size_t num_outputs = analysis.nodes[i].outputs.size();
+    if (!analysis.nodes[i].ok) {
+      const OpSchema* schema = registry_.Find(nodes[i].op);
+      num_outputs = schema ? schema->outputs().size() : 1;
+    }
+    for (size_t k = 0; k < num_outputs; ++k) fetches.push_back(Endpoint{nodes[i].id, static_cast<int>(k)}.ToString());
+  }
+  return fetches;
+}
+
+Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info, const std::vector<const Tensor*>& inputs,
+                     std::vector<Tensor>* outputs, const RunOptions& options, const std::string& base_dir) {
+  KernelContext ctx;
+  ctx.attrs = &info.attrs;
+  ctx.inputs = inputs;
+  ctx.output_infos = info.outputs;
+  ctx.num_threads = options.num_threads > 0 ? options.num_threads : DefaultNumThreads();
+  ctx.cancel = options.cancel;
+  ctx.base_dir = base_dir;
+  const KernelFn& kernel = options.force_reference_kernels ? schema.reference_kernel() : schema.kernel();
+  if (!kernel) return Internal("op " + schema.name() + " has no kernel");
+  Status s;
+  try {
+    s = kernel(ctx);
+  } catch (const std::exception& e) {
+    s = Internal(std::string("kernel threw: ") + e.what());
+  }
+  if (!s.ok()) return s;
+  if (ctx.cancelled()) return Cancelled();
+  if (ctx.outputs.size() != info.outputs.size()) {
+    return Internal("kernel produced " + std::to_string(ctx.outputs.size()) + " outputs, expected " +
+                    std::to_string(info.outputs.size()));
+  }
+  for (size_t k = 0; k < ctx.outputs.size(); ++k) {
+    const Tensor& t = ctx.outputs[k];
+    if (t.dtype() != info.outputs[k].dtype || t.shape() != info.outputs[k].shape) {
+      return Internal("kernel output " + std::to_string(k) + " is " + t.DebugString() + ", inference said " +
+                      std::string(DTypeName(info.outputs[k].dtype)) + info.outputs[k].shape.ToString());
+    }
+  }
+  *outputs = std::move(ctx.outputs);
+  return Status::OK();
+}
+
+Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetch_names,
+                    std::vector<Tensor>* outputs, const RunOptions& options) const {
+  const auto& nodes = graph_.nodes();
+  // Feeds go to Placeholders only.
+  for (const auto& [id, tensor] : feeds) {
+    const Node* node = graph_.FindNode(id);
+    if (!node) return NotFound("cannot feed '" + id + "': there is no node '" + id + "'");
+    if (node->op != "Placeholder") {
+      return InvalidArgument(Who(*node) + "cannot be fed: only Placeholder nodes take feeds");
+    }
+  }
+  // Fetches: "id" or "id:K".
+  std::vector<std::string> fetch_list = fetch_names.empty() ? DefaultFetches() : fetch_names;
+  std::vector<Endpoint> fetches;
+  for (const std::string& f : fetch_list) {
+    auto ep = Endpoint::Parse(f);
+    if (!ep) return InvalidArgument("cannot fetch '" + f + "': expected \"node\" or \"node:K\"");
+    if (graph_.IndexOf(ep->node) < 0) return NotFound("cannot fetch '" + f + "': there is no node '" + ep->node + "'");
+    fetches.push_back(*ep);
+  }
+  // The nodes the fetches need.
+  std::vector<bool> needed(nodes.size(), false);
+  std::vector<std::string> stack;
+  for (const Endpoint& e : fetches) stack.push_back(e.node);
+  while (!stack.empty()) {
+    const int i = graph_.IndexOf(stack.back());
+    stack.pop_back();
+    if (i < 0 || needed[static_cast<size_t>(i)]) continue;
+    needed[static_cast<size_t>(i)] = true;
+    for (const auto& [port, eps] : nodes[static_cast<size_t>(i)].inputs) {
+      for (const Endpoint& e : eps) stack.push_back(e.node);
+    }
+  }
+  const GraphAnalysis analysis = AnalyzeGraph(graph_, registry_, &feeds);
+  // Problems in needed nodes stop the run; others do not concern it.
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!needed[i]) continue;
+    if (!analysis.nodes[i].errors.empty()) return InvalidArgument(Who(nodes[i]) + analysis.nodes[i].errors.front());
+    if (nodes[i].op == "Placeholder" && !feeds.count(nodes[i].id)) {
+      return InvalidArgument(Who(nodes[i]) + "needs a value: it is needed by the fetched outputs but was not fed");
+    }
+    if (!analysis.nodes[i].ok) {
+      return InvalidArgument(Who(nodes[i]) + "cannot run: one of its inputs could not be inferred");
+    }
+  }
+  for (size_t f = 0; f < fetches.size(); ++f) {
+    const size_t i = static_cast<size_t>(graph_.IndexOf(fetches[f].node));
+    if (fetches[f].index >= static_cast<int>(analysis.nodes[i].outputs.size())) {
+      return InvalidArgument("cannot fetch '" + fetch_list[f] + "': node '" + nodes[i].id + "' has " +
+                             std::to_string(analysis.nodes[i].outputs.size()) + " output(s)");
+    }
+  }
+
+  // Schedule: a node is ready when all its producers are done.
+  std::vector<int> order;
+  for (int i : analysis.topo_order) {
+    if (needed[static_cast<size_t>(i)]) order.push_back(i);
+  }
+  std::vector<std::vector<int>> consumers(nodes.size());
+  std::vector<int> pending(nodes.size(), 0);
+  for (int i : order) {
+    std::set<int> producers;
+    for (const auto& [port, eps] : nodes[static_cast<size_t>(i)].inputs) {
+      for (const Endpoint& e : eps) producers.insert(graph_.IndexOf(e.node));
+    }
+    for (int p : producers) {
+      consumers[static_cast<size_t>(p)].push_back(i);
+      ++pending[static_cast<size_t>(i)];
+    }
+  }
+  if (options.observer) {
+    std::vector<std::string> ids;
+    for (int i : order) ids.push_back(nodes[static_cast<size_t>(i)].id);
+    options.observer->OnRunBegin(ids);
+  }
+
+  std::vector<std::vector<Tensor>> values(nodes.size());
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> ready;
+  for (int i : order) {
+    if (pending[static_cast<size_t>(i)] == 0) ready.push_back(i);
+  }
+  size_t finished = 0, running = 0;
+  Status first_error;
+  auto cancelled = [&] { return options.cancel && options.cancel->load(); };
+
+  auto execute = [&](int idx) -> Status {
+    const size_t i = static_cast<size_t>(idx);
+    const Node& node = nodes[i];
+    const NodeInfo& info = analysis.nodes[i];
+    const OpSchema* schema = registry_.Find(node.op);
+    // Values known at analysis time (constants and what folds from them) need no kernel.
+    const bool folded = !info.outputs.empty() && std::all_of(info.outputs.begin(), info.outputs.end(),
+                                                             [](const PortInfo& p) { return p.value != nullptr; });
+    if (folded) {
+      std::vector<Tensor> out;
+      for (const PortInfo& p : info.outputs) out.push_back(*p.value);
+      std::lock_guard<std::mutex> lock(mu);
+      values[i] = std::move(out);
+      return Status::OK();
+    }
+    std::vector<const Tensor*> inputs;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const PortDef& p : schema->inputs()) {
+        auto it = node.inputs.find(p.name);
+        if (it == node.inputs.end()) continue;
+        for (const Endpoint& e : it->second) {
+          inputs.push_back(&values[static_cast<size_t>(graph_.IndexOf(e.node))][static_cast<size_t>(e.index)]);
+        }
+      }
+    }
+    std::vector<Tensor> out;
+    Status s = RunNodeKernel(*schema, info, inputs, &out, options, graph_.base_dir);
+    if (!s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu);
+    values[i] = std::move(out);
+    return Status::OK();
+  };
+
+  const int max_parallel = options.max_parallel_nodes > 0
+                               ? options.max_parallel_nodes
+                               : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
+  auto worker = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (true) {
+      cv.wait(lock, [&] { return !ready.empty() || finished == order.size() || !first_error.ok() || (running == 0 && ready.empty()); });
+      if (finished == order.size() || !first_error.ok() || ready.empty()) break;
+      if (cancelled()) {
+        if (first_error.ok()) first_error = Cancelled("run cancelled");
+        cv.notify_all();
+        break;
+      }
+      const int idx = ready.back();
+      ready.pop_back();
+      ++running;
+      lock.unlock();
+      const Node& node = nodes[static_cast<size_t>(idx)];
+      if (options.observer) options.observer->OnNodeBegin(node);
+      const auto t0 = std::chrono::steady_clock::now();
+      Status s = execute(idx);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (!s.ok() && s.code() != StatusCode::kCancelled) s = s.WithPrefix(Who(node));
+      if (options.observer) options.observer->OnNodeEnd(node, ms, s);
+      lock.lock();
+      --running;
+      ++finished;
+      if (!s.ok() && first_error.ok()) first_error = s;
+      for (int c : consumers[static_cast<size_t>(idx)]) {
+        if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
+      }
+      cv.notify_all();
+    }
+    cv.notify_all();
+  };
+  {
+    std::vector<std::thread> threads;
+    const int workers = std::max(1, std::min<int>(max_parallel, static_cast<int>(order.size())));
+    for (int t = 1; t < workers; ++t) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
+  }
+  if (first_error.ok() && cancelled()) first_error = Cancelled("run cancelled");
+  if (first_error.ok() && finished != order.size()) first_error = Internal("scheduler stopped before every node ran");
+  if (options.observer) options.observer->OnRunEnd(first_error);
+  if (!first_error.ok()) return first_error;
+
+  if (options.all_outputs) {
+    for (int i : order) (*options.all_outputs)[nodes[static_cast<size_t>(i)].id] = values[static_cast<size_t>(i)];
+  }
+  outputs->clear();
+  for (const Endpoint& e : fetches) {
+    outputs->push_back(values[static_cast<size_t>(graph_.IndexOf(e.node))][static_cast<size_t>(e.index)]);
+  }
+  return Status::OK();
+}
+
+}  // namespace blockflow

@@ -1,0 +1,38 @@
+#include "core/shape.h"
+
+namespace blockflow {
+
+bool Shape::IsFullyDefined() const {
+  for (int64_t d : dims_) {
+    if (d < 0) return false;
+  }
+  return true;
+}
+
+int64_t Shape::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) {
+    if (d < 0) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+std::string Shape::ToString() const {
+  std::string s = "[";
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    if (i) s += ",";
+    s += dims_[i] < 0 ? "?" : std::to_string(dims_[i]);
+  }
+  return s + "]";
+}
+
+bool Shape::IsCompatibleWith(const Shape& other) const {
+  if (rank() != other.rank()) return false;
+  for (int i = 0; i < rank(); ++i) {
+    if (dim(i) >= 0 && other.dim(i) >= 0 && dim(i) != other.dim(i)) return false;
+  }
+  return true;
+}
+
+}  // namespace blockflow

@@ -1,0 +1,450 @@
+#include "editor/graph_document.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include <QUndoCommand>
+
+namespace blockflow::editor {
+
+namespace fs = std::filesystem;
+
+// Stores whole graphs before and after an edit: simple, and exact for every kind of edit.
+class SnapshotCommand : public QUndoCommand {
+ public:
+  SnapshotCommand(GraphDocument* doc, const QString& text, Graph before, Graph after, bool layout_only)
+      : QUndoCommand(text), doc_(doc), before_(std::move(before)), after_(std::move(after)),
+        layout_only_(layout_only) {}
+  void undo() override { doc_->Replace(before_, layout_only_); }
+  void redo() override { doc_->Replace(after_, layout_only_); }
+
+ private:
+  GraphDocument* doc_;
+  Graph before_, after_;
+  bool layout_only_;
+};
+
+std::optional<QPointF> NodePosition(const Node& node) {
+  if (!node.ui.is_object()) return std::nullopt;
+  auto x = node.ui.find("x"), y = node.ui.find("y");
+  if (x == node.ui.end() || y == node.ui.end() || !x->is_number() || !y->is_number()) return std::nullopt;
+  return QPointF(x->get<double>(), y->get<double>());
+}
+
+static void SetPosition(Node& node, QPointF p) {
+  if (!node.ui.is_object()) node.ui = nlohmann::json::object();
+  node.ui["x"] = static_cast<int64_t>(std::lround(p.x()));
+  node.ui["y"] = static_cast<int64_t>(std::lround(p.y()));
+}
+
+void AssignMissingPositions(Graph& graph) {
+  auto& nodes = graph.nodes();
+  const int n = static_cast<int>(nodes.size());
+  // Depth = longest chain of producers; relaxed n times so cycles cannot loop forever.
+  std::vector<int> depth(static_cast<size_t>(n), 0);
+  for (int pass = 0; pass < n; ++pass) {
+    bool changed = false;
+    for (int i = 0; i < n; ++i) {
+      for (const auto& [port, eps] : nodes[static_cast<size_t>(i)].inputs) {
+        for (const Endpoint& ep : eps) {
+          const int p = graph.IndexOf(ep.node);
+          if (p < 0 || p == i) continue;
+          if (depth[static_cast<size_t>(i)] < depth[static_cast<size_t>(p)] + 1) {
+            depth[static_cast<size_t>(i)] = depth[static_cast<size_t>(p)] + 1;
+            changed = true;
+          }
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  std::map<int, std::vector<int>> layers;
+  for (int i = 0; i < n; ++i) {
+    if (!NodePosition(nodes[static_cast<size_t>(i)])) layers[depth[static_cast<size_t>(i)]].push_back(i);
+  }
+  double max_y = -1e300;
+  for (const Node& node : nodes) {
+    if (auto p = NodePosition(node)) max_y = std::max(max_y, p->y());
+  }
+  const double top = max_y > -1e299 ? max_y + 220 : 0;
+  for (const auto& [d, members] : layers) {
+    double y = top;
+    for (int i : members) {
+      Node& node = nodes[static_cast<size_t>(i)];
+      SetPosition(node, QPointF(d * 380.0, y));
+      const OpSchema* schema = OpRegistry::Global().Find(node.op);
+      const size_t rows = schema ? std::max(schema->inputs().size(), schema->outputs().size()) : 1;
+      y += 90 + 40.0 * static_cast<double>(std::max<size_t>(rows, 1));
+    }
+  }
+}
+
+std::string IdBaseForOp(const std::string& op) {
+  std::string out;
+  for (size_t i = 0; i < op.size(); ++i) {
+    const char c = op[i];
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      const bool prev_lower = i > 0 && (std::islower(static_cast<unsigned char>(op[i - 1])) ||
+                                        std::isdigit(static_cast<unsigned char>(op[i - 1])));
+      const bool next_lower = i + 1 < op.size() && std::islower(static_cast<unsigned char>(op[i + 1]));
+      const bool prev_upper = i > 0 && std::isupper(static_cast<unsigned char>(op[i - 1]));
+      if (!out.empty() && (prev_lower || (prev_upper && next_lower))) out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (std::isalnum(static_cast<unsigned char>(c))) {
+      out += c;
+    } else {
+      out += '_';
+    }
+  }
+  return out.empty() ? "node" : out;
+}
+
+std::string ResolveGraphPath(const Graph& graph, const std::string& file) {
+  fs::path p(file);
+  if (p.is_absolute() || graph.base_dir.empty()) return file;
+  return (fs::path(graph.base_dir) / p).lexically_normal().string();
+}
+
+GraphDocument::GraphDocument(QObject* parent)
+    : QObject(parent), registry_(OpRegistry::Global()) {
+  connect(&undo_stack_, &QUndoStack::cleanChanged, this, &GraphDocument::fileStateChanged);
+  Reanalyze();
+}
+
+const NodeInfo* GraphDocument::InfoFor(const std::string& id) const {
+  const int i = graph_.IndexOf(id);
+  if (i < 0 || i >= static_cast<int>(analysis_.nodes.size())) return nullptr;
+  return &analysis_.nodes[static_cast<size_t>(i)];
+}
+
+std::vector<std::string> GraphDocument::IssuesFor(const std::string& id) const {
+  std::vector<std::string> out;
+  for (const NodeIssue& issue : analysis_.issues) {
+    if (issue.node_id == id) out.push_back(issue.ToString());
+  }
+  return out;
+}
+
+void GraphDocument::NewGraph() { Reset(Graph()); }
+
+void GraphDocument::Reset(Graph graph) {
+  undo_stack_.clear();
+  graph_ = std::move(graph);
+  AssignMissingPositions(graph_);
+  Reanalyze();
+  undo_stack_.setClean();
+  emit graphChanged(false);
+  emit fileStateChanged();
+}
+
+Status GraphDocument::Open(const QString& path) {
+  Expected<Graph> g = LoadGraphFile(path.toStdString());
+  if (!g.ok()) return g.status();
+  Reset(std::move(g).value());
+  return Status::OK();
+}
+
+// Keeps relative file names pointing at the same files when a graph is saved elsewhere.
+static void RebaseRelativeFiles(Graph& graph, const std::string& old_dir, const std::string& new_dir) {
+  if (old_dir.empty() || fs::path(old_dir) == fs::path(new_dir)) return;
+  auto rebase = [&](nlohmann::json& v) {
+    if (!v.is_string()) return;
+    fs::path p(v.get<std::string>());
+    if (p.is_absolute() || p.empty()) return;
+    const fs::path abs = (fs::path(old_dir) / p).lexically_normal();
+    v = abs.lexically_relative(fs::path(new_dir).lexically_normal()).string();
+  };
+  for (Node& node : graph.nodes()) {
+    if (node.attrs.is_object() && node.attrs.contains("file")) rebase(node.attrs["file"]);
+    if (node.ui.is_object() && node.ui.contains("feed")) rebase(node.ui["feed"]);
+  }
+}
+
+Status GraphDocument::Save(const QString& path) {
+  const std::string p = path.toStdString();
+  const std::string new_dir = fs::absolute(fs::path(p)).parent_path().string();
+  Graph to_save = graph_;
+  std::string old_dir = graph_.base_dir.empty() ? std::string() : fs::absolute(graph_.base_dir).string();
+  RebaseRelativeFiles(to_save, old_dir, new_dir);
+  RETURN_IF_ERROR(SaveGraphFile(to_save, p, registry_));
+  const bool rebased = SerializeGraph(to_save, registry_) != SerializeGraph(graph_, registry_);
+  to_save.source_path = p;
+  to_save.base_dir = fs::path(p).parent_path().string();
+  if (rebased) {
+    // The file names changed; history from the old folder would now point elsewhere.
+    undo_stack_.clear();
+  }
+  graph_ = std::move(to_save);
+  Reanalyze();
+  undo_stack_.setClean();
+  emit graphChanged(/*layout_only=*/true);  // same graph: run results stay valid
+  emit fileStateChanged();
+  return Status::OK();
+}
+
+void GraphDocument::Reanalyze() { analysis_ = AnalyzeGraph(graph_, registry_); }
+
+void GraphDocument::Replace(const Graph& graph, bool layout_only) {
+  const std::string source = graph_.source_path, base = graph_.base_dir;
+  graph_ = graph;
+  graph_.source_path = source;
+  graph_.base_dir = base;
+  if (!layout_only) Reanalyze();
+  emit graphChanged(layout_only);
+}
+
+void GraphDocument::ApplyEdit(const QString& text, Graph after, bool layout_only) {
+  undo_stack_.push(new SnapshotCommand(this, text, graph_, std::move(after), layout_only));
+}
+
+Node* GraphDocument::MutableNode(Graph& g, const std::string& id, Status* status) const {
+  Node* node = g.FindNode(id);
+  if (!node) *status = NotFound("no node '" + id + "' in the graph");
+  return node;
+}
+
+Expected<std::string> GraphDocument::AddNode(const std::string& op, QPointF pos) {
+  const OpSchema* schema = registry_.Find(op);
+  if (!schema) return NotFound("unknown block '" + op + "'");
+  Node node;
+  node.id = graph_.UniqueId(IdBaseForOp(op));
+  node.op = op;
+  // A new block starts valid where a sensible choice exists: a required dtype becomes float32.
+  for (const AttrDef& a : schema->attrs()) {
+    if (a.required && a.type == AttrType::kDType) node.attrs[a.name] = "float32";
+  }
+  SetPosition(node, pos);
+  Graph after = graph_;
+  RETURN_IF_ERROR(after.AddNode(node));
+  const std::string id = node.id;
+  ApplyEdit(QString("Add %1").arg(QString::fromStdString(id)), std::move(after));
+  return id;
+}
+
+Status GraphDocument::CheckConnection(const Endpoint& from, const std::string& consumer,
+                                      const std::string& port) const {
+  const Node* src = graph_.FindNode(from.node);
+  const Node* dst = graph_.FindNode(consumer);
+  if (!src) return NotFound("no node '" + from.node + "'");
+  if (!dst) return NotFound("no node '" + consumer + "'");
+  const OpSchema* schema = registry_.Find(dst->op);
+  if (!schema) return NotFound("node '" + consumer + "' has unknown op '" + dst->op + "'");
+  const int pi = schema->InputIndex(port);
+  if (pi < 0) return NotFound("node '" + consumer + "' (" + dst->op + ") has no input '" + port + "'");
+  const std::string target = "'" + consumer + "'." + port;
+  if (from.node == consumer) {
+    return InvalidArgument("refused: wiring '" + from.ToString() + "' into " + target +
+                           " would create a cycle (a block cannot feed itself)");
+  }
+  if (WouldCreateCycle(graph_, from.node, consumer)) {
+    return InvalidArgument("refused: wiring '" + from.ToString() + "' into " + target +
+                           " would create a cycle ('" + consumer + "' already feeds '" + from.node + "')");
+  }
+  // The producer's dtype: inferred when known, else the only dtype its schema allows.
+  DType dtype = DType::kInvalid;
+  if (const NodeInfo* info = InfoFor(from.node);
+      info && from.index < static_cast<int>(info->outputs.size())) {
+    dtype = info->outputs[static_cast<size_t>(from.index)].dtype;
+  }
+  if (dtype == DType::kInvalid) {
+    if (const OpSchema* ps = registry_.Find(src->op); ps && !ps->outputs().empty()) {
+      const size_t k = std::min(static_cast<size_t>(from.index), ps->outputs().size() - 1);
+      if (ps->outputs()[k].dtypes.size() == 1) dtype = ps->outputs()[k].dtypes[0];
+    }
+  }
+  const std::vector<DType>& allowed = schema->inputs()[static_cast<size_t>(pi)].dtypes;
+  if (dtype != DType::kInvalid && !allowed.empty() &&
+      std::find(allowed.begin(), allowed.end(), dtype) == allowed.end()) {
+    std::string names;
+    for (DType d : allowed) names += (names.empty() ? "" : ", ") + std::string(DTypeName(d));
+    return InvalidArgument("refused: " + target + " (" + dst->op + ") accepts " + names + "; '" +
+                           from.ToString() + "' gives " + std::string(DTypeName(dtype)));
+  }
+  return Status::OK();
+}
+
+Status GraphDocument::Connect(const Endpoint& from, const std::string& consumer, const std::string& port) {
+  RETURN_IF_ERROR(CheckConnection(from, consumer, port));
+  Graph after = graph_;
+  Node* dst = after.FindNode(consumer);
+  const OpSchema* schema = registry_.Find(dst->op);
+  const PortDef& def = schema->inputs()[static_cast<size_t>(schema->InputIndex(port))];
+  std::vector<Endpoint>& eps = dst->inputs[port];
+  if (def.is_list) {
+    if (std::find(eps.begin(), eps.end(), from) != eps.end()) return Status::OK();
+    eps.push_back(from);
+  } else {
+    if (eps.size() == 1 && eps[0] == from) return Status::OK();
+    eps = {from};  // an input takes one wire: the new one replaces the old
+  }
+  ApplyEdit(QString("Connect %1 → %2.%3")
+                .arg(QString::fromStdString(from.ToString()), QString::fromStdString(consumer),
+                     QString::fromStdString(port)),
+            std::move(after));
+  return Status::OK();
+}
+
+static void RemoveWire(Graph& g, const WireRef& w) {
+  Node* dst = g.FindNode(w.consumer);
+  if (!dst) return;
+  auto it = dst->inputs.find(w.port);
+  if (it == dst->inputs.end()) return;
+  auto& eps = it->second;
+  eps.erase(std::remove(eps.begin(), eps.end(), w.producer), eps.end());
+  if (eps.empty()) dst->inputs.erase(it);
+}
+
+void GraphDocument::Remove(const std::vector<std::string>& node_ids, const std::vector<WireRef>& wires) {
+  if (node_ids.empty() && wires.empty()) return;
+  Graph after = graph_;
+  for (const WireRef& w : wires) RemoveWire(after, w);
+  for (const std::string& id : node_ids) {
+    after.RemoveNode(id);
+    // Also drop wires that read the removed node, whatever RemoveNode does with them.
+    for (Node& n : after.nodes()) {
+      for (auto it = n.inputs.begin(); it != n.inputs.end();) {
+        auto& eps = it->second;
+        eps.erase(std::remove_if(eps.begin(), eps.end(), [&](const Endpoint& e) { return e.node == id; }),
+                  eps.end());
+        it = eps.empty() ? n.inputs.erase(it) : std::next(it);
+      }
+    }
+  }
+  QString text = node_ids.empty() ? QString("Delete %1 wire(s)").arg(wires.size())
+                                  : QString("Delete %1 node(s)").arg(node_ids.size());
+  ApplyEdit(text, std::move(after));
+}
+
+Status GraphDocument::SetAttrs(const std::string& id, const nlohmann::json& patch) {
+  Graph after = graph_;
+  Status st;
+  Node* node = MutableNode(after, id, &st);
+  if (!node) return st;
+  if (!node->attrs.is_object()) node->attrs = nlohmann::json::object();
+  for (const auto& [key, value] : patch.items()) {
+    if (value.is_null()) {
+      node->attrs.erase(key);
+    } else {
+      node->attrs[key] = value;
+    }
+  }
+  if (node->attrs == graph_.FindNode(id)->attrs) return Status::OK();
+  QString names;
+  for (const auto& [key, value] : patch.items()) names += (names.isEmpty() ? "" : ", ") + QString::fromStdString(key);
+  ApplyEdit(QString("Set %1.%2").arg(QString::fromStdString(id), names), std::move(after));
+  return Status::OK();
+}
+
+Status GraphDocument::SetAttr(const std::string& id, const std::string& name, const nlohmann::json& value) {
+  nlohmann::json patch = nlohmann::json::object();
+  patch[name] = value;
+  return SetAttrs(id, patch);
+}
+
+Status GraphDocument::SetUiValue(const std::string& id, const std::string& key, const nlohmann::json& value) {
+  Graph after = graph_;
+  Status st;
+  Node* node = MutableNode(after, id, &st);
+  if (!node) return st;
+  if (!node->ui.is_object()) node->ui = nlohmann::json::object();
+  if (value.is_null()) {
+    node->ui.erase(key);
+  } else {
+    node->ui[key] = value;
+  }
+  if (node->ui == graph_.FindNode(id)->ui) return Status::OK();
+  ApplyEdit(QString("Set %1 %2").arg(QString::fromStdString(id), QString::fromStdString(key)), std::move(after));
+  return Status::OK();
+}
+
+Status GraphDocument::RenameNode(const std::string& id, const std::string& new_id) {
+  if (id == new_id) return Status::OK();
+  if (!graph_.FindNode(id)) return NotFound("no node '" + id + "'");
+  if (!IsValidNodeId(new_id)) {
+    return InvalidArgument("invalid id '" + new_id + "': use letters, digits and _ . - /");
+  }
+  if (graph_.FindNode(new_id)) return InvalidArgument("id '" + new_id + "' is already used by another node");
+  Graph after = graph_;
+  after.FindNode(id)->id = new_id;
+  for (Node& n : after.nodes()) {
+    for (auto& [port, eps] : n.inputs) {
+      for (Endpoint& e : eps) {
+        if (e.node == id) e.node = new_id;
+      }
+    }
+  }
+  ApplyEdit(QString("Rename %1 → %2").arg(QString::fromStdString(id), QString::fromStdString(new_id)),
+            std::move(after));
+  return Status::OK();
+}
+
+void GraphDocument::MoveNodes(const std::map<std::string, QPointF>& positions) {
+  Graph after = graph_;
+  bool changed = false;
+  for (const auto& [id, p] : positions) {
+    Node* node = after.FindNode(id);
+    if (!node) continue;
+    auto old = NodePosition(*node);
+    SetPosition(*node, p);
+    if (!old || NodePosition(*node) != old) changed = true;
+  }
+  if (!changed) return;
+  ApplyEdit(positions.size() == 1 ? QString("Move %1").arg(QString::fromStdString(positions.begin()->first))
+                                  : QString("Move %1 nodes").arg(positions.size()),
+            std::move(after), /*layout_only=*/true);
+}
+
+std::string GraphDocument::CopyNodes(const std::vector<std::string>& ids) const {
+  std::set<std::string> chosen(ids.begin(), ids.end());
+  Graph sub;
+  for (const Node& n : graph_.nodes()) {
+    if (!chosen.count(n.id)) continue;
+    Node copy = n;
+    for (auto it = copy.inputs.begin(); it != copy.inputs.end();) {
+      auto& eps = it->second;
+      eps.erase(std::remove_if(eps.begin(), eps.end(), [&](const Endpoint& e) { return !chosen.count(e.node); }),
+                eps.end());
+      it = eps.empty() ? copy.inputs.erase(it) : std::next(it);
+    }
+    (void)sub.AddNode(std::move(copy));
+  }
+  return SerializeGraph(sub, registry_);
+}
+
+Expected<std::vector<std::string>> GraphDocument::Paste(const std::string& json_text, QPointF offset) {
+  ASSIGN_OR_RETURN(Graph pasted, ParseGraphJson(json_text, "clipboard", graph_.base_dir));
+  Graph after = graph_;
+  std::map<std::string, std::string> renamed;
+  for (const Node& n : pasted.nodes()) {
+    const std::string new_id = after.UniqueId(n.id);
+    renamed[n.id] = new_id;
+    Node placeholder;  // reserve the id so the next UniqueId call skips it
+    placeholder.id = new_id;
+    placeholder.op = n.op;
+    RETURN_IF_ERROR(after.AddNode(placeholder));
+  }
+  std::vector<std::string> new_ids;
+  for (const Node& n : pasted.nodes()) {
+    Node* target = after.FindNode(renamed[n.id]);
+    target->attrs = n.attrs;
+    target->ui = n.ui;
+    target->inputs.clear();
+    for (const auto& [port, eps] : n.inputs) {
+      for (const Endpoint& e : eps) {
+        auto it = renamed.find(e.node);
+        if (it != renamed.end()) target->inputs[port].push_back(Endpoint{it->second, e.index});
+      }
+    }
+    const QPointF p = NodePosition(n).value_or(QPointF(0, 0)) + offset;
+    SetPosition(*target, p);
+    new_ids.push_back(target->id);
+  }
+  if (new_ids.empty()) return new_ids;
+  ApplyEdit(QString("Paste %1 node(s)").arg(new_ids.size()), std::move(after));
+  return new_ids;
+}
+
+}  // namespace blockflow::editor

@@ -1,0 +1,313 @@
+#include "editor/graph_scene.h"
+
+#include <cmath>
+#include <set>
+
+#include <QGraphicsSceneDragDropEvent>
+#include <QGraphicsSceneMouseEvent>
+#include <QMimeData>
+#include <QPainter>
+
+#include "editor/theme.h"
+
+namespace blockflow::editor {
+
+GraphScene::GraphScene(GraphDocument* doc, QObject* parent) : QGraphicsScene(parent), doc_(doc) {
+  setItemIndexMethod(QGraphicsScene::NoIndex);  // few items, many moves
+  connect(doc_, &GraphDocument::graphChanged, this, [this](bool) { Sync(); });
+  Sync();
+}
+
+NodeItem* GraphScene::FindNode(const std::string& id) const {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+void GraphScene::Sync() {
+  syncing_ = true;
+  ClearDragTarget();
+  const Graph& g = doc_->graph();
+  std::set<std::string> live;
+  for (const Node& node : g.nodes()) {
+    live.insert(node.id);
+    NodeItem* item = FindNode(node.id);
+    if (!item) {
+      item = new NodeItem(node.id);
+      addItem(item);
+      nodes_[node.id] = item;
+      auto rs = run_states_.find(node.id);
+      if (rs != run_states_.end()) {
+        item->SetRunState(std::get<0>(rs->second), std::get<1>(rs->second), std::get<2>(rs->second));
+      }
+    }
+    item->SetContent(node, doc_->registry().Find(node.op), doc_->InfoFor(node.id), doc_->IssuesFor(node.id));
+    const QPointF p = NodePosition(node).value_or(QPointF(0, 0));
+    if (item->pos() != p) item->setPos(p);
+  }
+  for (auto it = nodes_.begin(); it != nodes_.end();) {
+    if (!live.count(it->first)) {
+      delete it->second;
+      it = nodes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (EdgeItem* e : edges_) delete e;
+  edges_.clear();
+  for (const Node& node : g.nodes()) {
+    NodeItem* consumer = FindNode(node.id);
+    const OpSchema* schema = doc_->registry().Find(node.op);
+    int fallback_row = 0;
+    for (const auto& [port, eps] : node.inputs) {
+      const int row = schema ? schema->InputIndex(port) : fallback_row++;
+      if (row < 0 || row >= consumer->num_inputs()) continue;
+      for (const Endpoint& ep : eps) {
+        NodeItem* producer = FindNode(ep.node);
+        if (!producer || ep.index < 0 || ep.index >= producer->num_outputs()) continue;
+        auto* e = new EdgeItem(WireRef{ep, node.id, port}, DTypeColor(producer->OutputDType(ep.index)));
+        e->to_row = row;
+        addItem(e);
+        edges_.push_back(e);
+        UpdateEdge(e);
+      }
+    }
+  }
+  syncing_ = false;
+  // Keep room around the graph for panning.
+  setSceneRect(itemsBoundingRect().adjusted(-3000, -3000, 3000, 3000));
+}
+
+void GraphScene::UpdateEdge(EdgeItem* e) {
+  NodeItem* from = FindNode(e->wire().producer.node);
+  NodeItem* to = FindNode(e->wire().consumer);
+  if (!from || !to) return;
+  e->SetEnds(from->OutputAnchor(e->wire().producer.index), to->InputAnchor(e->to_row));
+}
+
+void GraphScene::UpdateEdgesOf(const std::string& id) {
+  if (syncing_) return;
+  for (EdgeItem* e : edges_) {
+    if (e->wire().producer.node == id || e->wire().consumer == id) UpdateEdge(e);
+  }
+}
+
+std::vector<std::string> GraphScene::SelectedNodeIds() const {
+  std::vector<std::string> ids;
+  for (const Node& n : doc_->graph().nodes()) {
+    NodeItem* item = FindNode(n.id);
+    if (item && item->isSelected()) ids.push_back(n.id);
+  }
+  return ids;
+}
+
+std::vector<WireRef> GraphScene::SelectedWires() const {
+  std::vector<WireRef> wires;
+  for (EdgeItem* e : edges_) {
+    if (e->isSelected()) wires.push_back(e->wire());
+  }
+  return wires;
+}
+
+void GraphScene::SelectNodes(const std::vector<std::string>& ids) {
+  {
+    const QSignalBlocker block(this);
+    clearSelection();
+    for (const std::string& id : ids) {
+      if (NodeItem* item = FindNode(id)) item->setSelected(true);
+    }
+  }
+  emit selectionChanged();
+}
+
+void GraphScene::DeleteSelection() {
+  const auto ids = SelectedNodeIds();
+  const auto wires = SelectedWires();
+  if (ids.empty() && wires.empty()) return;
+  doc_->Remove(ids, wires);
+}
+
+bool GraphScene::HandleDrop(const QMimeData* mime, QPointF scene_pos) {
+  if (!mime || !mime->hasFormat(kOpMimeType)) return false;
+  const std::string op = QString::fromUtf8(mime->data(kOpMimeType)).toStdString();
+  Expected<std::string> id = doc_->AddNode(op, scene_pos - QPointF(20, 20));
+  if (!id.ok()) {
+    emit statusMessage(QString::fromStdString(id.status().message()), true);
+    return false;
+  }
+  SelectNodes({*id});
+  emit statusMessage(QString("Added %1 (%2)").arg(QString::fromStdString(*id), QString::fromStdString(op)), false);
+  return true;
+}
+
+Status GraphScene::ConnectPorts(const PortItem* a, const PortItem* b) {
+  if (a->is_output() == b->is_output()) {
+    return InvalidArgument(a->is_output() ? "refused: connect an output (right side) to an input (left side)"
+                                          : "refused: connect an input (left side) to an output (right side)");
+  }
+  const PortItem* out = a->is_output() ? a : b;
+  const PortItem* in = a->is_output() ? b : a;
+  return doc_->Connect(Endpoint{out->node_id(), out->index()}, in->node_id(), in->name());
+}
+
+void GraphScene::SetRunState(const std::string& id, RunState state, double ms, const QString& message) {
+  run_states_[id] = {state, ms, message};
+  if (NodeItem* item = FindNode(id)) item->SetRunState(state, ms, message);
+}
+
+void GraphScene::ClearRunStates() {
+  run_states_.clear();
+  for (auto& [id, item] : nodes_) item->SetRunState(RunState::kIdle, -1, {});
+}
+
+PortItem* GraphScene::PortNear(QPointF scene_pos) const {
+  // A generous hit area: sockets are small.
+  PortItem* best = nullptr;
+  double best_d = 14;
+  for (QGraphicsItem* it : items(QRectF(scene_pos - QPointF(14, 14), QSizeF(28, 28)))) {
+    if (it->type() != PortItem::Type) continue;
+    const double d = QLineF(it->scenePos(), scene_pos).length();
+    if (d < best_d) {
+      best_d = d;
+      best = static_cast<PortItem*>(it);
+    }
+  }
+  return best;
+}
+
+void GraphScene::ClearDragTarget() {
+  if (drag_target_) drag_target_->SetTargetState(0);
+  drag_target_ = nullptr;
+}
+
+void GraphScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
+  if (event->button() == Qt::LeftButton) {
+    if (PortItem* p = PortNear(event->scenePos())) {
+      drag_ = DragSource{p->node_id(), p->name(), p->is_output(), p->index(), p->dtype(), p->scenePos()};
+      drag_wire_ = addPath(EdgeItem::WirePath(p->scenePos(), event->scenePos()),
+                           QPen(DTypeColor(p->dtype()), 2.2, Qt::DashLine, Qt::RoundCap));
+      drag_wire_->setZValue(5);
+      event->accept();
+      return;
+    }
+  }
+  QGraphicsScene::mousePressEvent(event);
+}
+
+void GraphScene::mouseMoveEvent(QGraphicsSceneMouseEvent* event) {
+  if (!drag_) {
+    QGraphicsScene::mouseMoveEvent(event);
+    return;
+  }
+  const QPointF pos = event->scenePos();
+  PortItem* target = PortNear(pos);
+  if (target && target->is_output() == drag_->is_output) target = nullptr;
+  if (target != drag_target_) {
+    ClearDragTarget();
+    if (target) {
+      const PortItem* out_port = drag_->is_output ? nullptr : target;
+      const Endpoint from = drag_->is_output ? Endpoint{drag_->node_id, drag_->index}
+                                             : Endpoint{out_port->node_id(), out_port->index()};
+      const std::string consumer = drag_->is_output ? target->node_id() : drag_->node_id;
+      const std::string port = drag_->is_output ? target->name() : drag_->port;
+      const Status st = doc_->CheckConnection(from, consumer, port);
+      target->SetTargetState(st.ok() ? 1 : -1);
+      if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
+      drag_target_ = target;
+    }
+  }
+  const QPointF end = target ? target->scenePos() : pos;
+  drag_wire_->setPath(drag_->is_output ? EdgeItem::WirePath(drag_->anchor, end)
+                                       : EdgeItem::WirePath(end, drag_->anchor));
+}
+
+void GraphScene::mouseReleaseEvent(QGraphicsSceneMouseEvent* event) {
+  if (!drag_) {
+    QGraphicsScene::mouseReleaseEvent(event);
+    CommitMoves();
+    return;
+  }
+  const DragSource src = *drag_;
+  drag_.reset();
+  ClearDragTarget();
+  delete drag_wire_;
+  drag_wire_ = nullptr;
+  PortItem* target = PortNear(event->scenePos());
+  if (!target) return;
+  NodeItem* node = FindNode(src.node_id);
+  PortItem* source = node ? node->FindPort(src.is_output, src.port) : nullptr;
+  if (!source || source == target) return;
+  const std::string consumer = src.is_output ? target->node_id() : src.node_id;
+  const std::string port = src.is_output ? target->name() : src.port;
+  const Status st = ConnectPorts(source, target);
+  if (!st.ok()) {
+    emit statusMessage(QString::fromStdString(st.message()), true);
+  } else {
+    emit statusMessage(QString("Connected → %1.%2").arg(QString::fromStdString(consumer), QString::fromStdString(port)),
+                       false);
+  }
+}
+
+void GraphScene::CommitMoves() {
+  std::map<std::string, QPointF> moved;
+  for (const Node& n : doc_->graph().nodes()) {
+    NodeItem* item = FindNode(n.id);
+    if (!item) continue;
+    const QPointF p = item->pos();
+    const auto old = NodePosition(n);
+    if (!old || std::lround(old->x()) != std::lround(p.x()) || std::lround(old->y()) != std::lround(p.y())) {
+      moved[n.id] = p;
+    }
+  }
+  if (!moved.empty()) doc_->MoveNodes(moved);
+}
+
+void GraphScene::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {
+  if (event->button() == Qt::LeftButton && !itemAt(event->scenePos(), QTransform())) {
+    emit quickAddRequested(event->scenePos());
+    event->accept();
+    return;
+  }
+  QGraphicsScene::mouseDoubleClickEvent(event);
+}
+
+void GraphScene::dragEnterEvent(QGraphicsSceneDragDropEvent* event) {
+  if (event->mimeData()->hasFormat(kOpMimeType)) {
+    event->acceptProposedAction();
+  } else {
+    QGraphicsScene::dragEnterEvent(event);
+  }
+}
+
+void GraphScene::dragMoveEvent(QGraphicsSceneDragDropEvent* event) {
+  if (event->mimeData()->hasFormat(kOpMimeType)) {
+    event->acceptProposedAction();
+  } else {
+    QGraphicsScene::dragMoveEvent(event);
+  }
+}
+
+void GraphScene::dropEvent(QGraphicsSceneDragDropEvent* event) {
+  if (HandleDrop(event->mimeData(), event->scenePos())) {
+    event->acceptProposedAction();
+  } else {
+    QGraphicsScene::dropEvent(event);
+  }
+}
+
+void GraphScene::drawBackground(QPainter* painter, const QRectF& rect) {
+  painter->fillRect(rect, palette::kCanvas);
+  const double minor = 24, major = minor * 5;
+  auto draw_grid = [&](double step, const QColor& color) {
+    painter->setPen(QPen(color, 0));
+    const double left = std::floor(rect.left() / step) * step;
+    const double top = std::floor(rect.top() / step) * step;
+    QVector<QLineF> lines;
+    for (double x = left; x < rect.right(); x += step) lines.append(QLineF(x, rect.top(), x, rect.bottom()));
+    for (double y = top; y < rect.bottom(); y += step) lines.append(QLineF(rect.left(), y, rect.right(), y));
+    painter->drawLines(lines);
+  };
+  draw_grid(minor, palette::kGridMinor);
+  draw_grid(major, palette::kGridMajor);
+}
+
+}  // namespace blockflow::editor

@@ -1,0 +1,93 @@
+// GraphScene: the canvas. It mirrors the document's graph as NodeItems and EdgeItems
+// (rebuilt from the graph and its analysis after every change) and turns mouse gestures
+// into document edits: wiring by dragging between ports, moving nodes, palette drops.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <QGraphicsScene>
+
+#include "editor/graph_document.h"
+#include "editor/node_item.h"
+
+class QMimeData;
+
+namespace blockflow::editor {
+
+class GraphScene : public QGraphicsScene {
+  Q_OBJECT
+
+ public:
+  /// The MIME type of a palette drag: the op name as UTF-8.
+  static constexpr const char* kOpMimeType = "application/x-blockflow-op";
+
+  explicit GraphScene(GraphDocument* doc, QObject* parent = nullptr);
+  GraphDocument* document() const { return doc_; }
+
+  /// Rebuilds the items from the document (called after every document change).
+  void Sync();
+  /// Re-routes the wires of node `id` (while it moves).
+  void UpdateEdgesOf(const std::string& id);
+
+  NodeItem* FindNode(const std::string& id) const;
+  const std::vector<EdgeItem*>& edges() const { return edges_; }
+  /// Ids of the selected nodes, in graph order.
+  std::vector<std::string> SelectedNodeIds() const;
+  std::vector<WireRef> SelectedWires() const;
+  void SelectNodes(const std::vector<std::string>& ids);
+  /// Deletes the selected nodes and wires (one undoable edit).
+  void DeleteSelection();
+
+  /// Adds the block named by a palette drag's MIME data at `scene_pos`; the dropEvent path.
+  bool HandleDrop(const QMimeData* mime, QPointF scene_pos);
+  /// Wires two ports (an output and an input, in either order); refusals are reported.
+  Status ConnectPorts(const PortItem* a, const PortItem* b);
+
+  void SetRunState(const std::string& id, RunState state, double ms = -1, const QString& message = {});
+  void ClearRunStates();
+
+ signals:
+  /// A message for the status bar (`error`: shown in red).
+  void statusMessage(const QString& text, bool error);
+  /// The user asked for the quick-add popup at `scene_pos` (double-click on empty canvas).
+  void quickAddRequested(QPointF scene_pos);
+
+ protected:
+  void mousePressEvent(QGraphicsSceneMouseEvent* event) override;
+  void mouseMoveEvent(QGraphicsSceneMouseEvent* event) override;
+  void mouseReleaseEvent(QGraphicsSceneMouseEvent* event) override;
+  void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) override;
+  void dragEnterEvent(QGraphicsSceneDragDropEvent* event) override;
+  void dragMoveEvent(QGraphicsSceneDragDropEvent* event) override;
+  void dropEvent(QGraphicsSceneDragDropEvent* event) override;
+  void drawBackground(QPainter* painter, const QRectF& rect) override;
+
+ private:
+  PortItem* PortNear(QPointF scene_pos) const;
+  void UpdateEdge(EdgeItem* e);
+  void ClearDragTarget();
+  void CommitMoves();
+
+  GraphDocument* doc_;
+  std::map<std::string, NodeItem*> nodes_;
+  std::vector<EdgeItem*> edges_;
+  std::map<std::string, std::tuple<RunState, double, QString>> run_states_;
+  bool syncing_ = false;
+  // The wire being dragged from a port.
+  struct DragSource {
+    std::string node_id, port;
+    bool is_output = false;
+    int index = 0;
+    DType dtype = DType::kInvalid;
+    QPointF anchor;
+  };
+  std::optional<DragSource> drag_;
+  QGraphicsPathItem* drag_wire_ = nullptr;
+  PortItem* drag_target_ = nullptr;
+};
+
+}  // namespace blockflow::editor

@@ -1,0 +1,137 @@
+#include "editor/graph_view.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QScrollBar>
+#include <QWheelEvent>
+
+#include "editor/graph_scene.h"
+
+namespace blockflow::editor {
+
+namespace {
+constexpr double kMinZoom = 0.15, kMaxZoom = 3.0;
+}
+
+GraphView::GraphView(GraphScene* scene, QWidget* parent) : QGraphicsView(scene, parent) {
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing | QPainter::SmoothPixmapTransform);
+  setDragMode(QGraphicsView::RubberBandDrag);
+  setRubberBandSelectionMode(Qt::IntersectsItemShape);
+  setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+  setResizeAnchor(QGraphicsView::AnchorViewCenter);
+  setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
+  setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  setFrameShape(QFrame::NoFrame);
+  setAcceptDrops(true);
+  setFocusPolicy(Qt::StrongFocus);
+}
+
+void GraphView::FitToGraph() {
+  QRectF r;
+  for (QGraphicsItem* item : scene()->items()) {
+    if (item->parentItem() == nullptr) r |= item->sceneBoundingRect();
+  }
+  if (r.isEmpty()) {
+    ResetZoom();
+    centerOn(0, 0);
+    return;
+  }
+  r.adjust(-40, -40, 40, 40);
+  fitInView(r, Qt::KeepAspectRatio);
+  if (zoom() > 1.0) ResetZoom();
+  if (zoom() < kMinZoom) {
+    const double f = kMinZoom / zoom();
+    scale(f, f);
+  }
+  centerOn(r.center());
+}
+
+void GraphView::ZoomBy(double factor) {
+  const double z = zoom();
+  const double target = std::clamp(z * factor, kMinZoom, kMaxZoom);
+  const double f = target / z;
+  scale(f, f);
+}
+
+void GraphView::ResetZoom() {
+  const QPointF c = mapToScene(viewport()->rect().center());
+  setTransform(QTransform());
+  centerOn(c);
+}
+
+bool GraphView::event(QEvent* event) {
+  // Tab would otherwise move the keyboard focus away from the canvas.
+  if (event->type() == QEvent::KeyPress && static_cast<QKeyEvent*>(event)->key() == Qt::Key_Tab) {
+    const QPoint local = mapFromGlobal(QCursor::pos());
+    const QPoint at = viewport()->rect().contains(local) ? local : viewport()->rect().center();
+    emit quickAddRequested(mapToScene(at), viewport()->mapToGlobal(at));
+    return true;
+  }
+  return QGraphicsView::event(event);
+}
+
+void GraphView::wheelEvent(QWheelEvent* event) {
+  const double steps = event->angleDelta().y() / 120.0;
+  if (steps == 0) return;
+  ZoomBy(std::pow(1.15, steps));
+  event->accept();
+}
+
+void GraphView::mousePressEvent(QMouseEvent* event) {
+  if (event->button() == Qt::MiddleButton || (space_held_ && event->button() == Qt::LeftButton)) {
+    panning_ = true;
+    pan_last_ = event->pos();
+    viewport()->setCursor(Qt::ClosedHandCursor);
+    event->accept();
+    return;
+  }
+  QGraphicsView::mousePressEvent(event);
+}
+
+void GraphView::mouseMoveEvent(QMouseEvent* event) {
+  if (panning_) {
+    const QPoint d = event->pos() - pan_last_;
+    pan_last_ = event->pos();
+    horizontalScrollBar()->setValue(horizontalScrollBar()->value() - d.x());
+    verticalScrollBar()->setValue(verticalScrollBar()->value() - d.y());
+    event->accept();
+    return;
+  }
+  QGraphicsView::mouseMoveEvent(event);
+}
+
+void GraphView::mouseReleaseEvent(QMouseEvent* event) {
+  if (panning_ && (event->button() == Qt::MiddleButton || event->button() == Qt::LeftButton)) {
+    panning_ = false;
+    viewport()->setCursor(space_held_ ? Qt::OpenHandCursor : Qt::ArrowCursor);
+    event->accept();
+    return;
+  }
+  QGraphicsView::mouseReleaseEvent(event);
+}
+
+void GraphView::keyPressEvent(QKeyEvent* event) {
+  if (event->key() == Qt::Key_Space && !event->isAutoRepeat()) {
+    space_held_ = true;
+    viewport()->setCursor(Qt::OpenHandCursor);
+    event->accept();
+    return;
+  }
+  QGraphicsView::keyPressEvent(event);
+}
+
+void GraphView::keyReleaseEvent(QKeyEvent* event) {
+  if (event->key() == Qt::Key_Space && !event->isAutoRepeat()) {
+    space_held_ = false;
+    if (!panning_) viewport()->setCursor(Qt::ArrowCursor);
+    event->accept();
+    return;
+  }
+  QGraphicsView::keyReleaseEvent(event);
+}
+
+}  // namespace blockflow::editor

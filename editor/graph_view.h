@@ -1,0 +1,41 @@
+// GraphView: the canvas widget. Wheel zooms about the cursor, middle drag or space+drag pans,
+// left drag on empty canvas selects with a rubber band, Tab opens quick-add at the cursor.
+#pragma once
+
+#include <QGraphicsView>
+
+namespace blockflow::editor {
+
+class GraphScene;
+
+class GraphView : public QGraphicsView {
+  Q_OBJECT
+
+ public:
+  explicit GraphView(GraphScene* scene, QWidget* parent = nullptr);
+  /// Fits the whole graph in view, never magnifying beyond 100%.
+  void FitToGraph();
+  void ZoomBy(double factor);
+  void ResetZoom();
+  double zoom() const { return transform().m11(); }
+
+ signals:
+  /// Tab pressed over the canvas: open quick-add at `scene_pos` (`global_pos` on screen).
+  void quickAddRequested(QPointF scene_pos, QPoint global_pos);
+
+ protected:
+  bool event(QEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  void keyReleaseEvent(QKeyEvent* event) override;
+
+ private:
+  bool space_held_ = false;
+  bool panning_ = false;
+  QPoint pan_last_;
+};
+
+}  // namespace blockflow::editor

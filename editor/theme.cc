@@ -1,0 +1,68 @@
+#include "editor/theme.h"
+
+#include <QApplication>
+#include <QFont>
+#include <QFontDatabase>
+#include <QPalette>
+#include <QStyleFactory>
+
+namespace blockflow::editor {
+
+QColor DTypeColor(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return QColor(0x4f, 0xc3, 0xc9);
+    case DType::kBFloat16: return QColor(0x6c, 0xcf, 0x8f);
+    case DType::kFloat32: return QColor(0x5b, 0x9c, 0xf5);
+    case DType::kFloat64: return QColor(0xa6, 0x7d, 0xf0);
+    case DType::kInt32: return QColor(0xf0, 0x9a, 0x3e);
+    case DType::kInt64: return QColor(0xe0, 0x6c, 0x3c);
+    case DType::kBool: return QColor(0xe8, 0x6f, 0xb0);
+    default: return QColor(0x8a, 0x90, 0x99);
+  }
+}
+
+QColor CategoryColor(const QString& category) {
+  // Hash to a hue; keep saturation and value muted so white text stays readable.
+  const size_t h = qHash(category);
+  const int hue = static_cast<int>((h * 47) % 360);
+  return QColor::fromHsv(hue, 110, 120);
+}
+
+void ApplyDarkTheme(QApplication& app) {
+  app.setStyle(QStyleFactory::create("Fusion"));
+  QPalette p;
+  const QColor window(0x26, 0x29, 0x2e), base(0x1e, 0x20, 0x24), text(0xe6, 0xe8, 0xeb);
+  p.setColor(QPalette::Window, window);
+  p.setColor(QPalette::WindowText, text);
+  p.setColor(QPalette::Base, base);
+  p.setColor(QPalette::AlternateBase, QColor(0x2a, 0x2d, 0x32));
+  p.setColor(QPalette::ToolTipBase, QColor(0x30, 0x33, 0x39));
+  p.setColor(QPalette::ToolTipText, text);
+  p.setColor(QPalette::PlaceholderText, QColor(0x80, 0x86, 0x8f));
+  p.setColor(QPalette::Text, text);
+  p.setColor(QPalette::Button, QColor(0x33, 0x36, 0x3c));
+  p.setColor(QPalette::ButtonText, text);
+  p.setColor(QPalette::BrightText, Qt::white);
+  p.setColor(QPalette::Highlight, QColor(0x3d, 0x7e, 0xd6));
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  p.setColor(QPalette::Link, QColor(0x6a, 0xa8, 0xf7));
+  p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x70, 0x75, 0x7c));
+  p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0x70, 0x75, 0x7c));
+  p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(0x70, 0x75, 0x7c));
+  app.setPalette(p);
+  // A known sans font gives the same layout headless and on a desktop.
+  if (QFontDatabase::families().contains("DejaVu Sans")) {
+    QFont f("DejaVu Sans");
+    f.setPointSizeF(9.5);
+    app.setFont(f);
+  }
+  app.setStyleSheet(
+      "QToolTip { color: #e6e8eb; background: #30333a; border: 1px solid #4a4f58; padding: 4px; }"
+      "QDockWidget::title { background: #2e3137; padding: 5px 8px; }"
+      "QDockWidget { font-weight: bold; }"
+      "QDockWidget > QWidget { font-weight: normal; }"
+      "QStatusBar { background: #202226; }"
+      "QToolBar { spacing: 4px; border: none; }");
+}
+
+}  // namespace blockflow::editor
