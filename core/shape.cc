@@ -35,4 +35,10 @@ bool Shape::IsCompatibleWith(const Shape& other) const {
   return true;
 }
 
+std::string IntsToString(const std::vector<int64_t>& values) {
+  std::string s = "[";
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? "," : "") + std::to_string(values[i]);
+  return s + "]";
+}
+
 }  // namespace blockflow

@@ -43,4 +43,7 @@ class Shape {
   std::vector<int64_t> dims_;
 };
 
+/// "[4,-1]": a list of integers as written (unlike Shape::ToString, -1 stays -1).
+std::string IntsToString(const std::vector<int64_t>& values);
+
 }  // namespace blockflow

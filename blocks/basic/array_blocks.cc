@@ -13,10 +13,10 @@ Expected<Shape> ResolveReshape(const Shape& in, const std::vector<int64_t>& targ
   int64_t known = 1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) {
-      if (unknown >= 0) return InvalidArgument("input 'shape' " + Shape(target).ToString() + " has more than one -1");
+      if (unknown >= 0) return InvalidArgument("input 'shape' " + IntsToString(target) + " has more than one -1");
       unknown = static_cast<int>(i);
     } else if (target[i] < 0) {
-      return InvalidArgument("input 'shape' " + Shape(target).ToString() + " has a negative size other than -1");
+      return InvalidArgument("input 'shape' " + IntsToString(target) + " has a negative size other than -1");
     } else {
       known *= target[i];
     }
@@ -30,19 +30,19 @@ Expected<Shape> ResolveReshape(const Shape& in, const std::vector<int64_t>& targ
   if (unknown >= 0) {
     if (known == 0 || count % known != 0) {
       return InvalidArgument("cannot reshape " + in.ToString() + " (" + std::to_string(count) + " elements) to " +
-                             Shape(target).ToString());
+                             IntsToString(target));
     }
     dims[static_cast<size_t>(unknown)] = count / known;
   } else if (known != count) {
     return InvalidArgument("cannot reshape " + in.ToString() + " (" + std::to_string(count) + " elements) to " +
-                           Shape(target).ToString() + " (" + std::to_string(known) + " elements)");
+                           IntsToString(target) + " (" + std::to_string(known) + " elements)");
   }
   return Shape(dims);
 }
 
 Expected<std::vector<int>> CheckPerm(const std::vector<int64_t>& perm, int rank) {
   if (static_cast<int>(perm.size()) != rank) {
-    return InvalidArgument("input 'perm' " + Shape(perm).ToString() + " must have " + std::to_string(rank) +
+    return InvalidArgument("input 'perm' " + IntsToString(perm) + " must have " + std::to_string(rank) +
                            " entries, one per dimension of 'x'");
   }
   std::vector<int> p(perm.size());
@@ -50,7 +50,7 @@ Expected<std::vector<int>> CheckPerm(const std::vector<int64_t>& perm, int rank)
   for (size_t i = 0; i < perm.size(); ++i) {
     const int64_t v = perm[i] < 0 ? perm[i] + rank : perm[i];
     if (v < 0 || v >= rank || seen[static_cast<size_t>(v)]) {
-      return InvalidArgument("input 'perm' " + Shape(perm).ToString() + " is not a permutation of 0.." +
+      return InvalidArgument("input 'perm' " + IntsToString(perm) + " is not a permutation of 0.." +
                              std::to_string(rank - 1));
     }
     seen[static_cast<size_t>(v)] = true;

@@ -91,7 +91,7 @@ Status RandomShapeFn(InferContext& c) {
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> dims, ConstIntVector(shape, "shape"));
   for (int64_t d : dims) {
-    if (d < 0) return InvalidArgument("input 'shape' must not be negative, got " + Shape(dims).ToString());
+    if (d < 0) return InvalidArgument("input 'shape' must not be negative, got " + IntsToString(dims));
   }
   c.SetOutput(0, dtype, Shape(dims));
   return Status::OK();
@@ -197,7 +197,7 @@ void RegisterSourceBlocks(OpRegistry& registry) {
             }
             ASSIGN_OR_RETURN(std::vector<int64_t> d, ConstIntVector(dims, "dims"));
             for (int64_t v : d) {
-              if (v < 0) return InvalidArgument("input 'dims' must not be negative, got " + Shape(d).ToString());
+              if (v < 0) return InvalidArgument("input 'dims' must not be negative, got " + IntsToString(d));
             }
             c.SetOutput(0, c.input(1).dtype, Shape(d));
             return Status::OK();

@@ -1,0 +1,155 @@
+// The basic blocks, through Scope/ClientSession as a user would run them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "blocks/ops.h"
+#include "core/npy.h"
+
+namespace blockflow {
+namespace {
+
+Tensor RunOne(const Scope& root, const Output& fetch, const RunOptions& options = {}) {
+  std::vector<Tensor> out;
+  Status s = ClientSession(root).Run({}, {fetch}, &out, options);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return s.ok() ? out[0] : Tensor();
+}
+
+std::string RunError(const Scope& root, const Output& fetch) {
+  std::vector<Tensor> out;
+  Status s = ClientSession(root).Run({}, {fetch}, &out);
+  EXPECT_FALSE(s.ok());
+  return s.message();
+}
+
+std::vector<double> Values(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.num_elements(); ++i) v.push_back(t.GetAsDouble(i));
+  return v;
+}
+
+TEST(BasicBlocksTest, BroadcastingArithmetic) {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3}));
+  auto col = ops::Const(root, Tensor::FromVector<float>({10, 20}, Shape{2, 1}));
+  auto row = ops::Const(root, Tensor::FromVector<float>({1, 0, -1}));
+  EXPECT_EQ(Values(RunOne(root, ops::Add(root, a, col))), (std::vector<double>{11, 12, 13, 24, 25, 26}));
+  EXPECT_EQ(Values(RunOne(root, ops::Sub(root, a, row))), (std::vector<double>{0, 2, 4, 3, 5, 7}));
+  Tensor m = RunOne(root, ops::Mul(root, col, row));
+  EXPECT_EQ(m.shape(), (Shape{2, 3}));
+  EXPECT_EQ(Values(m), (std::vector<double>{10, 0, -10, 20, 0, -20}));
+  auto bad = ops::Add(root, a, ops::Const(root, Tensor::FromVector<float>({1, 2})));
+  EXPECT_NE(RunError(root, bad).find("cannot be broadcast"), std::string::npos);
+}
+
+TEST(BasicBlocksTest, HalfArithmeticRoundsOnce) {
+  Scope root = Scope::NewRootScope();
+  Tensor x(DType::kFloat16, Shape{1}), y(DType::kFloat16, Shape{1});
+  x.SetFromDouble(0, 2048);
+  y.SetFromDouble(0, 1);  // 2049 is not a half: ties to even → 2048
+  Tensor z = RunOne(root, ops::Add(root, ops::Const(root, x), ops::Const(root, y)));
+  EXPECT_EQ(z.dtype(), DType::kFloat16);
+  EXPECT_EQ(z.GetAsDouble(0), 2048);
+}
+
+TEST(BasicBlocksTest, SumOverAxes) {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root, Tensor::FromVector<int32_t>({1, 2, 3, 4, 5, 6}, Shape{2, 3}));
+  auto ax1 = ops::Const(root, Tensor::FromVector<int32_t>({1}));
+  auto axm2 = ops::Const(root, Tensor::FromVector<int64_t>({-2}));
+  auto both = ops::Const(root, Tensor::FromVector<int32_t>({0, 1}));
+  EXPECT_EQ(Values(RunOne(root, ops::Sum(root, a, ax1))), (std::vector<double>{6, 15}));
+  Tensor k = RunOne(root, ops::Sum(root, a, axm2, /*keep_dims=*/true));
+  EXPECT_EQ(k.shape(), (Shape{1, 3}));
+  EXPECT_EQ(Values(k), (std::vector<double>{5, 7, 9}));
+  EXPECT_EQ(RunOne(root, ops::Sum(root, a, both)).shape(), Shape{});
+  auto dup = ops::Const(root, Tensor::FromVector<int32_t>({1, -1}));
+  EXPECT_NE(RunError(root, ops::Sum(root, a, dup)).find("axis -1 is listed twice"), std::string::npos);
+  auto far = ops::Const(root, Tensor::FromVector<int32_t>({2}));
+  EXPECT_NE(RunError(root, ops::Sum(root, a, far)).find("axis 2 is out of range for a tensor of rank 2"),
+            std::string::npos);
+}
+
+TEST(BasicBlocksTest, ReshapeAndTranspose) {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root, Tensor::FromVector<float>({0, 1, 2, 3, 4, 5}, Shape{2, 3}));
+  Tensor r = RunOne(root, ops::Reshape(root, a, ops::Const(root, Tensor::FromVector<int32_t>({3, -1}))));
+  EXPECT_EQ(r.shape(), (Shape{3, 2}));
+  Tensor t = RunOne(root, ops::Transpose(root, a, ops::Const(root, Tensor::FromVector<int32_t>({1, 0}))));
+  EXPECT_EQ(t.shape(), (Shape{3, 2}));
+  EXPECT_EQ(Values(t), (std::vector<double>{0, 3, 1, 4, 2, 5}));
+  Tensor b(DType::kFloat64, Shape{2, 3, 4});
+  for (int64_t i = 0; i < 24; ++i) b.SetFromDouble(i, static_cast<double>(i));
+  Tensor t3 = RunOne(root, ops::Transpose(root, ops::Const(root, b), ops::Const(root, Tensor::FromVector<int32_t>({2, 0, 1}))));
+  EXPECT_EQ(t3.shape(), (Shape{4, 2, 3}));
+  EXPECT_EQ(t3.GetAsDouble(1 * 6 + 1 * 3 + 2), 1 * 12 + 2 * 4 + 1);  // y[k,i,j] = b[i,j,k]
+  auto bad = ops::Reshape(root, a, ops::Const(root, Tensor::FromVector<int32_t>({4, -1})));
+  EXPECT_NE(RunError(root, bad).find("cannot reshape [2,3] (6 elements) to [4,-1]"), std::string::npos);
+  auto perm = ops::Transpose(root, a, ops::Const(root, Tensor::FromVector<int32_t>({0, 0})));
+  EXPECT_NE(RunError(root, perm).find("is not a permutation"), std::string::npos);
+}
+
+TEST(BasicBlocksTest, FillZerosLikeIdentity) {
+  Scope root = Scope::NewRootScope();
+  auto dims = ops::Const(root, Tensor::FromVector<int32_t>({2, 2}));
+  Tensor f = RunOne(root, ops::Fill(root, dims, ops::Const(root, Tensor::Scalar<double>(2.5))));
+  EXPECT_EQ(f.dtype(), DType::kFloat64);
+  EXPECT_EQ(Values(f), (std::vector<double>{2.5, 2.5, 2.5, 2.5}));
+  Tensor z = RunOne(root, ops::ZerosLike(root, ops::Identity(root, ops::Const(root, Tensor::FromVector<int64_t>({7, 8})))));
+  EXPECT_EQ(z.dtype(), DType::kInt64);
+  EXPECT_EQ(Values(z), (std::vector<double>{0, 0}));
+}
+
+TEST(BasicBlocksTest, RandomIsDeterministicAcrossRunsAndThreads) {
+  for (bool normal : {false, true}) {
+    Scope root = Scope::NewRootScope();
+    auto shape = ops::Const(root, Tensor::FromVector<int32_t>({64, 64}));
+    auto r = normal ? ops::RandomStandardNormal(root, shape, DType::kFloat32, 7, 3)
+                    : ops::RandomUniform(root, shape, DType::kFloat32, 7, 3);
+    auto other = normal ? ops::RandomStandardNormal(root, shape, DType::kFloat32, 8, 3)
+                        : ops::RandomUniform(root, shape, DType::kFloat32, 8, 3);
+    RunOptions one, four;
+    one.num_threads = 1;
+    four.num_threads = 4;
+    Tensor a = RunOne(root, r, one), b = RunOne(root, r, four), c = RunOne(root, other);
+    EXPECT_TRUE(a.BitwiseEquals(b));
+    EXPECT_FALSE(a.BitwiseEquals(c));
+    TensorStats s = a.Stats();
+    if (normal) {
+      EXPECT_NEAR(s.mean, 0.0, 0.05);
+      double var = 0;
+      for (int64_t i = 0; i < a.num_elements(); ++i) var += a.GetAsDouble(i) * a.GetAsDouble(i);
+      EXPECT_NEAR(var / a.num_elements(), 1.0, 0.07);
+    } else {
+      EXPECT_GE(s.min, 0.0);
+      EXPECT_LT(s.max, 1.0);
+      EXPECT_NEAR(s.mean, 0.5, 0.02);
+    }
+  }
+}
+
+TEST(BasicBlocksTest, ConstFromFileAndErrors) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(BLOCKFLOW_TEST_TMP) / "const_test";
+  fs::create_directories(dir);
+  Tensor b(DType::kBFloat16, Shape{2});
+  b.SetFromDouble(0, -1.25);
+  ASSERT_TRUE(WriteNpy((dir / "b.npy").string(), b).ok());
+  Scope root = Scope::NewRootScope();
+  root.graph().base_dir = dir.string();
+  Tensor got = RunOne(root, ops::ConstFromFile(root, DType::kBFloat16, "b.npy"));
+  EXPECT_TRUE(got.BitwiseEquals(b));
+  auto wrong = ops::ConstFromFile(root, DType::kFloat32, "b.npy");
+  EXPECT_NE(RunError(root, wrong).find("only read as bfloat16"), std::string::npos);
+  auto missing = ops::ConstFromFile(root, DType::kFloat32, "missing.npy");
+  EXPECT_NE(RunError(root, missing).find("cannot read"), std::string::npos);
+  auto frac = root.AddNode("Const", {}, {{"dtype", "int32"}, {"value", {1.5}}});
+  EXPECT_NE(RunError(root, frac).find("not an integer"), std::string::npos);
+  auto both = root.AddNode("Const", {}, {{"dtype", "int32"}, {"value", {1}}, {"file", "b.npy"}});
+  EXPECT_NE(RunError(root, both).find("exactly one of attrs 'value' and 'file'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace blockflow

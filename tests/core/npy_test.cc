@@ -1,0 +1,101 @@
+#include "core/npy.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace blockflow {
+namespace {
+namespace fs = std::filesystem;
+
+class NpyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("bf_npy_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(NpyTest, RoundTripsEveryDTypeAndShape) {
+  for (DType d : AllDTypes()) {
+    for (const Shape& shape : {Shape{}, Shape{0}, Shape{3}, Shape{2, 0, 5}, Shape{2, 3, 4}}) {
+      Tensor t(d, shape);
+      for (int64_t i = 0; i < t.num_elements(); ++i) t.SetFromDouble(i, static_cast<double>(i % 7) - 3);
+      const std::string path = Path("t.npy");
+      ASSERT_TRUE(WriteNpy(path, t).ok());
+      auto back = ReadNpy(path, d);
+      ASSERT_TRUE(back.ok()) << back.status().message();
+      EXPECT_TRUE(back->BitwiseEquals(t)) << DTypeName(d) << shape.ToString();
+    }
+  }
+}
+
+TEST_F(NpyTest, HeaderIsNumPyVersion1) {
+  const std::string bytes = SerializeNpy(Tensor(DType::kFloat32, Shape{2, 3}));
+  const std::string header = bytes.substr(10, static_cast<unsigned char>(bytes[8]));
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  EXPECT_EQ(header.rfind("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 0), 0u);
+  EXPECT_EQ((10 + header.size()) % 64, 0u);
+  EXPECT_EQ(header.back(), '\n');
+  EXPECT_NE(SerializeNpy(Tensor(DType::kInt32, Shape{4})).find("'shape': (4,)"), std::string::npos);
+  EXPECT_NE(SerializeNpy(Tensor(DType::kBFloat16, Shape{1})).find("'<u2'"), std::string::npos);
+}
+
+TEST_F(NpyTest, BFloat16IsReadOnlyWhenExpected) {
+  Tensor b(DType::kBFloat16, Shape{2});
+  b.SetFromDouble(0, 1.5);
+  ASSERT_TRUE(WriteNpy(Path("b.npy"), b).ok());
+  auto as_bf16 = ReadNpy(Path("b.npy"), DType::kBFloat16);
+  ASSERT_TRUE(as_bf16.ok());
+  EXPECT_EQ(as_bf16->GetAsDouble(0), 1.5);
+  auto plain = ReadNpy(Path("b.npy"));
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("'<u2'"), std::string::npos);
+}
+
+TEST_F(NpyTest, BadFilesAreErrorsNamingTheFile) {
+  const std::string good = SerializeNpy(Tensor::FromVector<float>({1, 2, 3}));
+  struct Case {
+    std::string bytes, expect;
+  } cases[] = {
+      {"hello world", "magic"},
+      {good.substr(0, good.size() - 4), "needs 12 data bytes, file has 8"},
+      {good + "xxxx", "file has 16"},
+      {std::string(good).replace(good.find("<f4"), 3, ">f4"), "unsupported dtype '>f4'"},
+      {std::string(good).replace(good.find("False"), 5, "True "), "Fortran"},
+      {std::string(good).replace(good.find("(3,)"), 4, "(a,)"), "bad shape"},
+      {good.substr(0, 12), "truncated header"},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(Path("bad.npy"), std::ios::binary) << c.bytes;
+    auto r = ReadNpy(Path("bad.npy"));
+    ASSERT_FALSE(r.ok()) << c.expect;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("bad.npy"), std::string::npos);
+  }
+  auto wrong = ReadNpy(Path("none.npy"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("cannot read"), std::string::npos);
+  ASSERT_TRUE(WriteNpy(Path("f.npy"), Tensor::FromVector<float>({1})).ok());
+  auto mismatch = ReadNpy(Path("f.npy"), DType::kFloat64);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.status().message().find("expected float64"), std::string::npos);
+  EXPECT_FALSE(ReadNpy(dir_.string()).ok());
+}
+
+TEST_F(NpyTest, AtomicWriteLeavesNoTempFilesAndMakesFolders) {
+  ASSERT_TRUE(WriteNpy(Path("a/b/c.npy"), Tensor::FromVector<int64_t>({1, 2})).ok());
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  // A path under a regular file cannot be written: an error, not a crash.
+  EXPECT_FALSE(WriteNpy(Path("a/b/c.npy/d.npy"), Tensor::FromVector<int64_t>({1})).ok());
+}
+
+}  // namespace
+}  // namespace blockflow
