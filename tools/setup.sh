@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs blockflow's Debian 12 build dependencies (when missing), then configures and
+# builds everything into build/. Environment knobs:
+#   BUILD_DIR=build  BUILD_TYPE=Release  BLOCKFLOW_WERROR=OFF  JOBS=$(nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+          qt6-base-dev libgl-dev libprotobuf-dev protobuf-compiler python3-numpy)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build_dir="${BUILD_DIR:-build}"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+      -DBLOCKFLOW_WERROR="${BLOCKFLOW_WERROR:-OFF}" >/dev/null
+cmake --build "$build_dir" -j"${JOBS:-$(nproc)}"
