@@ -75,7 +75,8 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
   const std::string fortran = HeaderValue(header, "fortran_order");
   const std::string shape_text = HeaderValue(header, "shape");
   if (descr.empty() || fortran.empty() || shape_text.empty()) return bad("header lacks descr, fortran_order or shape");
-  if (fortran != "False") return bad("Fortran-order arrays are not supported; save with C order");
+  if (fortran != "False" && fortran != "True") return bad("fortran_order must be True or False");
+  const bool fortran_order = fortran == "True";
 
   DType dtype = DType::kInvalid;
   for (DType d : AllDTypes()) {
@@ -122,7 +123,28 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
                            std::string(DTypeName(expected_dtype)));
   }
   Tensor t(dtype, shape);
-  if (available) std::memcpy(t.raw(), bytes.data() + data_start, available);
+  if (!available) return t;
+  if (!fortran_order || shape.rank() < 2) {
+    std::memcpy(t.raw(), bytes.data() + data_start, available);
+    return t;
+  }
+  // Fortran (column-major) order, as NumPy writes F-contiguous arrays such as transposes:
+  // element (i0, ..., ik) sits at offset i0 + d0 * (i1 + d1 * (...)).
+  const size_t size = DTypeSize(dtype);
+  const int rank = shape.rank();
+  std::vector<int64_t> index(static_cast<size_t>(rank), 0), f_stride(static_cast<size_t>(rank), 1);
+  for (int d = 1; d < rank; ++d) f_stride[static_cast<size_t>(d)] = f_stride[static_cast<size_t>(d) - 1] * dims[static_cast<size_t>(d) - 1];
+  auto* dst = static_cast<char*>(t.raw());
+  const char* src = bytes.data() + data_start;
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; ++d) off += index[static_cast<size_t>(d)] * f_stride[static_cast<size_t>(d)];
+    std::memcpy(dst + static_cast<size_t>(i) * size, src + static_cast<size_t>(off) * size, size);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++index[static_cast<size_t>(d)] < dims[static_cast<size_t>(d)]) break;
+      index[static_cast<size_t>(d)] = 0;
+    }
+  }
   return t;
 }
 

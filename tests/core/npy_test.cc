@@ -67,7 +67,7 @@ TEST_F(NpyTest, BadFilesAreErrorsNamingTheFile) {
       {good.substr(0, good.size() - 4), "needs 12 data bytes, file has 8"},
       {good + "xxxx", "file has 16"},
       {std::string(good).replace(good.find("<f4"), 3, ">f4"), "unsupported dtype '>f4'"},
-      {std::string(good).replace(good.find("False"), 5, "True "), "Fortran"},
+      {std::string(good).replace(good.find("False"), 5, "Maybe"), "fortran_order must be True or False"},
       {std::string(good).replace(good.find("(3,)"), 4, "(a,)"), "bad shape"},
       {good.substr(0, 12), "truncated header"},
   };
@@ -86,6 +86,17 @@ TEST_F(NpyTest, BadFilesAreErrorsNamingTheFile) {
   ASSERT_FALSE(mismatch.ok());
   EXPECT_NE(mismatch.status().message().find("expected float64"), std::string::npos);
   EXPECT_FALSE(ReadNpy(dir_.string()).ok());
+}
+
+TEST_F(NpyTest, ReadsFortranOrder) {
+  // A [2, 3] int32 array stored column-major: [[0, 1, 2], [3, 4, 5]] is written 0 3 1 4 2 5.
+  Tensor c = Tensor::FromVector<int32_t>({0, 3, 1, 4, 2, 5}, Shape{2, 3});
+  std::string bytes = SerializeNpy(c);
+  bytes.replace(bytes.find("False"), 5, "True ");
+  auto t = ParseNpy(bytes, "f.npy");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->shape(), (Shape{2, 3}));
+  EXPECT_EQ(t->ToInt64Vector(), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
 }
 
 TEST_F(NpyTest, AtomicWriteLeavesNoTempFilesAndMakesFolders) {
