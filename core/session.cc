@@ -46,6 +46,7 @@ Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info, const std::ve
   ctx.num_threads = options.num_threads > 0 ? options.num_threads : DefaultNumThreads();
   ctx.cancel = options.cancel;
   ctx.base_dir = base_dir;
+  for (const PortInfo& out : info.outputs) RETURN_IF_ERROR(CheckAllocatable(out.dtype, out.shape));
   const KernelFn& kernel = options.force_reference_kernels ? schema.reference_kernel() : schema.kernel();
   if (!kernel) return Internal("op " + schema.name() + " has no kernel");
   Status s;

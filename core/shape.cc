@@ -1,5 +1,7 @@
 #include "core/shape.h"
 
+#include <limits>
+
 namespace blockflow {
 
 bool Shape::IsFullyDefined() const {
@@ -11,11 +13,13 @@ bool Shape::IsFullyDefined() const {
 
 int64_t Shape::num_elements() const {
   int64_t n = 1;
+  bool overflow = false;
   for (int64_t d : dims_) {
     if (d < 0) return -1;
-    n *= d;
+    if (d == 0) return 0;
+    overflow = overflow || __builtin_mul_overflow(n, d, &n);
   }
-  return n;
+  return overflow ? std::numeric_limits<int64_t>::max() : n;
 }
 
 std::string Shape::ToString() const {

@@ -29,7 +29,7 @@ class Shape {
   const std::vector<int64_t>& dims() const { return dims_; }
   /// True when no dimension is unknown.
   bool IsFullyDefined() const;
-  /// Product of the dimensions (1 for rank 0); -1 when not fully defined.
+  /// Product of the dimensions (1 for rank 0); -1 when not fully defined; INT64_MAX on overflow.
   int64_t num_elements() const;
   /// "[1,8,8,2]"; unknown dims print as "?".
   std::string ToString() const;

@@ -1,5 +1,11 @@
 #include "core/tensor.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -10,21 +16,71 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
+constexpr size_t kMapThreshold = size_t{1} << 20;
+
+// Small buffers come from the heap; large ones are mapped, which the kernel zero-fills lazily
+// (page-aligned, so 64-byte aligned too) instead of touching every page up front.
 std::shared_ptr<std::byte> AllocateZeroed(size_t bytes) {
-  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  BF_CHECK(p != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, rounded == 0 ? kAlignment : rounded);
+  if (bytes >= kMapThreshold) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [bytes](std::byte* q) { ::munmap(q, bytes); });
+  }
+  const size_t rounded = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (!p) return nullptr;
+  std::memset(p, 0, rounded);
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+
+std::string HumanBytes(long double bytes) {
+  const char* units[] = {"bytes", "KB", "MB", "GB", "TB", "PB", "EB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 6) {
+    bytes /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0Lf %s" : "%.3Lg %s", bytes, units[u]);
+  return buf;
 }
 
 }  // namespace
 
+Status CheckAllocatable(DType dtype, const Shape& shape) {
+  if (!shape.IsFullyDefined()) return InvalidArgument("shape " + shape.ToString() + " is not fully defined");
+  static const long double limit =
+      static_cast<long double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<long double>(::sysconf(_SC_PAGESIZE));
+  long double bytes = DTypeSize(dtype);
+  for (int64_t d : shape.dims()) bytes *= static_cast<long double>(d);
+  if (bytes > limit) {
+    return InvalidArgument("cannot allocate " + std::string(DTypeName(dtype)) + shape.ToString() + " (" +
+                           HumanBytes(bytes) + "): more than this machine's memory (" + HumanBytes(limit) + ")");
+  }
+  return Status::OK();
+}
+
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  BF_CHECK(shape_.IsFullyDefined(), "Tensor shape must be fully defined: " + shape_.ToString());
   BF_CHECK(DTypeSize(dtype_) > 0, "Tensor dtype must be valid");
+  Status s = CheckAllocatable(dtype_, shape_);
+  BF_CHECK(s.ok(), s.message());
   num_elements_ = shape_.num_elements();
   buffer_ = AllocateZeroed(num_bytes());
+  BF_CHECK(buffer_ != nullptr || num_bytes() == 0, "out of memory allocating " + DebugString());
+}
+
+Expected<Tensor> Tensor::Create(DType dtype, Shape shape) {
+  if (DTypeSize(dtype) == 0) return InvalidArgument("invalid dtype");
+  RETURN_IF_ERROR(CheckAllocatable(dtype, shape));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = t.shape_.num_elements();
+  t.buffer_ = AllocateZeroed(t.num_bytes());
+  if (!t.buffer_ && t.num_bytes() != 0) {
+    return InvalidArgument("cannot allocate " + t.DebugString() + " (" + HumanBytes(t.num_bytes()) + "): out of memory");
+  }
+  return t;
 }
 
 double Tensor::GetAsDouble(int64_t i) const {

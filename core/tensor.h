@@ -29,8 +29,10 @@ class Tensor {
  public:
   /// An empty float32 tensor of shape [0].
   Tensor() : Tensor(DType::kFloat32, Shape{0}) {}
-  /// A zero-filled tensor; `shape` must be fully defined.
+  /// A zero-filled tensor; `shape` must be fully defined and allocatable (CHECKed).
   Tensor(DType dtype, Shape shape);
+  /// A zero-filled tensor, or an error when the shape is not fully defined or too large.
+  static Expected<Tensor> Create(DType dtype, Shape shape);
 
   /// A rank-1 tensor holding `values`.
   template <typename T>
@@ -99,5 +101,9 @@ class Tensor {
   int64_t num_elements_ = 0;
   std::shared_ptr<std::byte> buffer_;
 };
+
+/// OK when a tensor of this dtype and shape can be allocated: fully defined, and no larger
+/// than this machine's physical memory; otherwise an error that names the size.
+Status CheckAllocatable(DType dtype, const Shape& shape);
 
 }  // namespace blockflow

@@ -43,7 +43,7 @@ Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
     return InvalidArgument("attr 'value' has " + std::to_string(items.size()) + " numbers but shape " +
                            shape.ToString() + " needs " + std::to_string(shape.num_elements()));
   }
-  Tensor t(dtype, shape);
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   for (size_t k = 0; k < items.size(); ++k) {
     const nlohmann::json& v = items[k];
     double d;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "blocks/ops.h"
 #include "core/npy.h"
@@ -149,6 +150,18 @@ TEST(BasicBlocksTest, ConstFromFileAndErrors) {
   EXPECT_NE(RunError(root, frac).find("not an integer"), std::string::npos);
   auto both = root.AddNode("Const", {}, {{"dtype", "int32"}, {"value", {1}}, {"file", "b.npy"}});
   EXPECT_NE(RunError(root, both).find("exactly one of attrs 'value' and 'file'"), std::string::npos);
+}
+
+TEST(BasicBlocksTest, HugeTensorsAreErrorsNotCrashes) {
+  Scope root = Scope::NewRootScope();
+  auto huge = root.AddNode("Const", {}, {{"dtype", "float32"}, {"shape", {100000, 100000, 100000}}, {"value", 1}});
+  EXPECT_NE(RunError(root, huge).find("cannot allocate float32[100000,100000,100000] (4 PB)"), std::string::npos)
+      << RunError(root, huge);
+  auto dims = ops::Const(root, Tensor::FromVector<int64_t>({1ll << 40, 1ll << 40}));
+  auto fill = ops::Fill(root, dims, ops::Const(root, Tensor::Scalar<float>(1)));
+  EXPECT_NE(RunError(root, fill).find("more than this machine's memory"), std::string::npos);
+  EXPECT_EQ((Shape{1ll << 40, 1ll << 40}).num_elements(), std::numeric_limits<int64_t>::max());
+  EXPECT_FALSE(Tensor::Create(DType::kFloat64, Shape{1ll << 62}).ok());
 }
 
 }  // namespace
