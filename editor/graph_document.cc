@@ -87,10 +87,12 @@ std::string IdBaseForOp(const std::string& op) {
   for (size_t i = 0; i < op.size(); ++i) {
     const char c = op[i];
     if (std::isupper(static_cast<unsigned char>(c))) {
-      const bool prev_lower = i > 0 && (std::islower(static_cast<unsigned char>(op[i - 1])) ||
-                                        std::isdigit(static_cast<unsigned char>(op[i - 1])));
+      // A word starts after a lower-case letter, or where an acronym or a number ends
+      // ("Conv2DBackprop" → conv2d_backprop).
+      const bool prev_lower = i > 0 && std::islower(static_cast<unsigned char>(op[i - 1]));
       const bool next_lower = i + 1 < op.size() && std::islower(static_cast<unsigned char>(op[i + 1]));
-      const bool prev_upper = i > 0 && std::isupper(static_cast<unsigned char>(op[i - 1]));
+      const bool prev_upper = i > 0 && (std::isupper(static_cast<unsigned char>(op[i - 1])) ||
+                                        std::isdigit(static_cast<unsigned char>(op[i - 1])));
       if (!out.empty() && (prev_lower || (prev_upper && next_lower))) out += '_';
       out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     } else if (std::isalnum(static_cast<unsigned char>(c))) {

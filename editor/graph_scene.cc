@@ -23,7 +23,17 @@ NodeItem* GraphScene::FindNode(const std::string& id) const {
   return it == nodes_.end() ? nullptr : it->second;
 }
 
+GraphScene::~GraphScene() {
+  // Deleting selected items emits selectionChanged; nobody should see a half-destroyed scene.
+  blockSignals(true);
+  nodes_.clear();
+  edges_.clear();
+  clear();
+}
+
 void GraphScene::Sync() {
+  const std::vector<std::string> selected_before = SelectedNodeIds();
+  QSignalBlocker blocker(this);
   syncing_ = true;
   ClearDragTarget();
   const Graph& g = doc_->graph();
@@ -40,14 +50,20 @@ void GraphScene::Sync() {
         item->SetRunState(std::get<0>(rs->second), std::get<1>(rs->second), std::get<2>(rs->second));
       }
     }
-    item->SetContent(node, doc_->registry().Find(node.op), doc_->InfoFor(node.id), doc_->IssuesFor(node.id));
+    item->SetContent(node, doc_->registry().Find(node.op), doc_->InfoFor(node.id), doc_->IssuesFor(node.id),
+                     [this](const Endpoint& ep) -> const PortInfo* {
+                       const NodeInfo* p = doc_->InfoFor(ep.node);
+                       if (!p || ep.index < 0 || ep.index >= static_cast<int>(p->outputs.size())) return nullptr;
+                       return &p->outputs[static_cast<size_t>(ep.index)];
+                     });
     const QPointF p = NodePosition(node).value_or(QPointF(0, 0));
     if (item->pos() != p) item->setPos(p);
   }
   for (auto it = nodes_.begin(); it != nodes_.end();) {
     if (!live.count(it->first)) {
-      delete it->second;
+      NodeItem* dead = it->second;
       it = nodes_.erase(it);
+      delete dead;
     } else {
       ++it;
     }
@@ -75,6 +91,8 @@ void GraphScene::Sync() {
   syncing_ = false;
   // Keep room around the graph for panning.
   setSceneRect(itemsBoundingRect().adjusted(-3000, -3000, 3000, 3000));
+  blocker.unblock();
+  if (SelectedNodeIds() != selected_before) emit selectionChanged();
 }
 
 void GraphScene::UpdateEdge(EdgeItem* e) {

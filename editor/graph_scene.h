@@ -26,6 +26,7 @@ class GraphScene : public QGraphicsScene {
   static constexpr const char* kOpMimeType = "application/x-blockflow-op";
 
   explicit GraphScene(GraphDocument* doc, QObject* parent = nullptr);
+  ~GraphScene() override;
   GraphDocument* document() const { return doc_; }
 
   /// Rebuilds the items from the document (called after every document change).

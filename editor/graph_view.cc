@@ -14,6 +14,8 @@ namespace blockflow::editor {
 
 namespace {
 constexpr double kMinZoom = 0.15, kMaxZoom = 3.0;
+// Small graphs are shown a little larger than 100%, not blown up to fill the canvas.
+constexpr double kMaxFitZoom = 1.3;
 }
 
 GraphView::GraphView(GraphScene* scene, QWidget* parent) : QGraphicsView(scene, parent) {
@@ -42,7 +44,10 @@ void GraphView::FitToGraph() {
   }
   r.adjust(-40, -40, 40, 40);
   fitInView(r, Qt::KeepAspectRatio);
-  if (zoom() > 1.0) ResetZoom();
+  if (zoom() > kMaxFitZoom) {
+    const double f = kMaxFitZoom / zoom();
+    scale(f, f);
+  }
   if (zoom() < kMinZoom) {
     const double f = kMinZoom / zoom();
     scale(f, f);

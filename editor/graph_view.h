@@ -13,7 +13,7 @@ class GraphView : public QGraphicsView {
 
  public:
   explicit GraphView(GraphScene* scene, QWidget* parent = nullptr);
-  /// Fits the whole graph in view, never magnifying beyond 100%.
+  /// Fits the whole graph in view, magnifying at most 130%.
   void FitToGraph();
   void ZoomBy(double factor);
   void ResetZoom();

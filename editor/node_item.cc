@@ -16,9 +16,9 @@ namespace blockflow::editor {
 
 namespace {
 
-constexpr double kTitleH = 48;
-constexpr double kRowH = 38;
-constexpr double kFooterH = 22;
+constexpr double kTitleH = 44;
+constexpr double kRowH = 35;
+constexpr double kFooterH = 20;
 constexpr double kPortR = 6;
 constexpr double kPad = 14;
 
@@ -122,7 +122,8 @@ NodeItem::NodeItem(std::string id) : id_(std::move(id)) {
 }
 
 void NodeItem::SetContent(const Node& node, const OpSchema* schema, const NodeInfo* info,
-                          const std::vector<std::string>& issues) {
+                          const std::vector<std::string>& issues,
+                          const std::function<const PortInfo*(const Endpoint&)>& producer_output) {
   op_ = QString::fromStdString(node.op);
   category_ = schema ? QString::fromStdString(schema->category()) : QString("Unknown");
   issues_ = issues;
@@ -144,8 +145,14 @@ void NodeItem::SetContent(const Node& node, const OpSchema* schema, const NodeIn
           l.dtype = info->inputs[start].dtype;
           l.detail = DetailOf(info->inputs[start]);
         }
-        if (def.is_list) l.detail = QString("%1 × %2").arg(wired).arg(l.detail.isEmpty() ? "?" : l.detail);
       }
+      if (l.connected && (l.detail.isEmpty() || l.detail == "?") && producer_output) {
+        if (const PortInfo* p = producer_output(it->second[0]); p && p->dtype != DType::kInvalid) {
+          l.dtype = p->dtype;
+          l.detail = DetailOf(*p);
+        }
+      }
+      if (l.connected && def.is_list) l.detail = QString("%1 × %2").arg(wired).arg(l.detail.isEmpty() ? "?" : l.detail);
       if (l.detail.isEmpty()) l.detail = l.connected ? "?" : (def.is_list ? "empty" : "not wired");
       if (l.dtype == DType::kInvalid && def.dtypes.size() == 1) l.dtype = def.dtypes[0];
       l.tooltip = QString("%1 — accepts %2%3")
@@ -215,7 +222,7 @@ void NodeItem::SetRunState(RunState state, double ms, const QString& message) {
   }
 }
 
-double NodeItem::RowY(int row) const { return kTitleH + 6 + row * kRowH; }
+double NodeItem::RowY(int row) const { return kTitleH + 5 + row * kRowH; }
 
 void NodeItem::Relayout() {
   prepareGeometryChange();
@@ -294,10 +301,10 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
 
   painter->setFont(TitleFont());
   painter->setPen(palette::kText);
-  painter->drawText(QRectF(kPad, 6, width_ - 2 * kPad - 20, 20), Qt::AlignLeft | Qt::AlignVCenter, op_);
+  painter->drawText(QRectF(kPad, 4, width_ - 2 * kPad - 20, 20), Qt::AlignLeft | Qt::AlignVCenter, op_);
   painter->setFont(IdFont());
   painter->setPen(QColor(0xd5, 0xd9, 0xde));
-  painter->drawText(QRectF(kPad, 26, width_ - 2 * kPad, 16), Qt::AlignLeft | Qt::AlignVCenter,
+  painter->drawText(QRectF(kPad, 23, width_ - 2 * kPad, 16), Qt::AlignLeft | Qt::AlignVCenter,
                     QString::fromStdString(id_));
 
   // Port rows.
@@ -308,7 +315,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     painter->drawText(QRectF(kPad, y, width_ / 2, 20), Qt::AlignLeft | Qt::AlignVCenter, inputs_[i].name);
     painter->setFont(DetailFont());
     painter->setPen(inputs_[i].missing ? palette::kError : palette::kTextDim);
-    painter->drawText(QRectF(kPad, y + 17, width_ - 2 * kPad, 16), Qt::AlignLeft | Qt::AlignVCenter,
+    painter->drawText(QRectF(kPad, y + 16, width_ - 2 * kPad, 15), Qt::AlignLeft | Qt::AlignVCenter,
                       inputs_[i].detail);
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
@@ -319,7 +326,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
                       outputs_[i].name);
     painter->setFont(DetailFont());
     painter->setPen(palette::kTextDim);
-    painter->drawText(QRectF(kPad, y + 17, width_ - 2 * kPad, 16), Qt::AlignRight | Qt::AlignVCenter,
+    painter->drawText(QRectF(kPad, y + 16, width_ - 2 * kPad, 15), Qt::AlignRight | Qt::AlignVCenter,
                       outputs_[i].detail);
   }
 

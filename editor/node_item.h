@@ -3,6 +3,7 @@
 // EdgeItems draw wires. Items hold no graph data of their own beyond what they display.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,8 +74,11 @@ class NodeItem : public QGraphicsItem {
 
   const std::string& id() const { return id_; }
   /// Refreshes what the node shows from the document (schema, inference, issues).
+  /// `producer_output` finds what inference knows about a wired endpoint (used when this
+  /// node's own analysis stopped before its inputs were recorded).
   void SetContent(const Node& node, const OpSchema* schema, const NodeInfo* info,
-                  const std::vector<std::string>& issues);
+                  const std::vector<std::string>& issues,
+                  const std::function<const PortInfo*(const Endpoint&)>& producer_output = {});
   void SetRunState(RunState state, double ms, const QString& message);
   RunState run_state() const { return run_state_; }
   bool has_issues() const { return !issues_.empty(); }

@@ -22,10 +22,12 @@ QColor DTypeColor(DType dtype) {
 }
 
 QColor CategoryColor(const QString& category) {
-  // Hash to a hue; keep saturation and value muted so white text stays readable.
-  const size_t h = qHash(category);
-  const int hue = static_cast<int>((h * 47) % 360);
-  return QColor::fromHsv(hue, 110, 120);
+  // Hash to one of a few muted hues; red stays reserved for errors and failed nodes.
+  static const int kHues[] = {260, 300, 275, 100, 145, 210, 178, 60, 230, 40, 320, 22};
+  // FNV-1a: stable across runs (qHash is seeded per process).
+  uint32_t h = 2166136261u;
+  for (QChar c : category) h = (h ^ c.unicode()) * 16777619u;
+  return QColor::fromHsv(kHues[h % (sizeof kHues / sizeof kHues[0])], 105, 125);
 }
 
 void ApplyDarkTheme(QApplication& app) {

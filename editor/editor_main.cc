@@ -1,0 +1,83 @@
+#include "editor/editor_main.h"
+
+#include <cstdio>
+
+#include <QApplication>
+
+#include "blocks/register_blocks.h"
+#include "editor/main_window.h"
+#include "editor/theme.h"
+
+namespace blockflow::editor {
+
+QString EditorUsage() {
+  return "usage: blockflow-editor [GRAPH.json] [--run] [--screenshot FILE.png]\n"
+         "  GRAPH.json          open this graph\n"
+         "  --run               run the graph once it is shown (as the Run button)\n"
+         "  --screenshot FILE   save a PNG of the window (after the run) and exit;\n"
+         "                      exit code 1 if the run failed\n"
+         "Works headless with QT_QPA_PLATFORM=offscreen.\n";
+}
+
+EditorOptions ParseEditorArgs(const QStringList& args) {
+  EditorOptions o;
+  for (int i = 1; i < args.size(); ++i) {
+    const QString& a = args[i];
+    if (a == "--run") {
+      o.run = true;
+    } else if (a == "--screenshot") {
+      if (i + 1 >= args.size()) {
+        o.error = "--screenshot needs a file name";
+        return o;
+      }
+      o.screenshot = args[++i];
+    } else if (a.startsWith("--screenshot=")) {
+      o.screenshot = a.mid(13);
+    } else if (a == "--help" || a == "-h") {
+      o.help = true;
+    } else if (a.startsWith("-")) {
+      o.error = "unknown option " + a;
+      return o;
+    } else if (o.graph.isEmpty()) {
+      o.graph = a;
+    } else {
+      o.error = "more than one graph file given";
+      return o;
+    }
+  }
+  return o;
+}
+
+int RunEditor(QApplication& app) {
+  QCoreApplication::setOrganizationName("blockflow");
+  QCoreApplication::setApplicationName("blockflow-editor");
+  const EditorOptions o = ParseEditorArgs(app.arguments());
+  if (o.help) {
+    std::fputs(EditorUsage().toUtf8().constData(), stdout);
+    return 0;
+  }
+  if (!o.error.isEmpty()) {
+    std::fprintf(stderr, "error: %s\n%s", o.error.toUtf8().constData(), EditorUsage().toUtf8().constData());
+    return 2;
+  }
+  RegisterBuiltinBlocks();
+  ApplyDarkTheme(app);
+  MainWindow window;
+  const bool scripted = !o.screenshot.isEmpty();
+  window.SetScripted(scripted);
+  if (!o.graph.isEmpty() && !window.OpenFile(o.graph) && scripted) return 1;
+  window.show();
+  if (scripted) {
+    int code = 0;
+    window.ScriptedScreenshot(o.screenshot, o.run, [&code, &app](int c) {
+      code = c;
+      app.exit(c);
+    });
+    app.exec();
+    return code;
+  }
+  if (o.run) window.Run();
+  return app.exec();
+}
+
+}  // namespace blockflow::editor

@@ -1,0 +1,117 @@
+// MainWindow: the editor's window: canvas in the middle, block palette on the left,
+// attributes and results on the right; menus, toolbar, status bar, file handling and runs.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <QMainWindow>
+
+class QAction;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QToolButton;
+
+namespace blockflow::editor {
+
+class AttributePanel;
+class GraphDocument;
+class GraphScene;
+class GraphView;
+class PaletteWidget;
+class QuickAddPopup;
+class ResultPanel;
+class RunController;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  GraphDocument* document() const { return doc_; }
+  GraphScene* scene() const { return scene_; }
+  GraphView* view() const { return view_; }
+  AttributePanel* attributes() const { return attributes_; }
+  ResultPanel* results() const { return results_; }
+  RunController* runner() const { return runner_; }
+  PaletteWidget* palette_widget() const { return palette_; }
+  /// The text currently shown in the status bar.
+  QString StatusText() const;
+
+  /// Opens a graph file; errors go to the status bar (and a dialog unless scripted).
+  bool OpenFile(const QString& path);
+  /// Saves to `path` (atomic); errors are reported.
+  bool SaveTo(const QString& path);
+  /// Runs the graph on a worker thread (as the Run button).
+  void Run();
+  void CancelRun();
+  /// Selects one node (and shows it in the panels).
+  void SelectNode(const std::string& id);
+  /// No dialogs; errors also go to stderr.
+  void SetScripted(bool scripted) { scripted_ = scripted; }
+  /// Scripted use: optionally run, select the last node, save a screenshot, then call `done`
+  /// with the exit code (1 when the run or the save failed).
+  void ScriptedScreenshot(const QString& path, bool run, std::function<void(int)> done);
+
+  /// The samples folder: $BLOCKFLOW_SAMPLES, <exe>/../../samples, <exe>/../share/blockflow/samples.
+  static QString FindSamplesDir();
+
+ signals:
+  /// A run ended (after the panels were updated).
+  void runFinished(bool ok, const QString& message);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+
+ private:
+  void BuildUi();
+  void BuildActions();
+  bool MaybeSave();
+  void NewGraph();
+  void OpenDialog();
+  bool Save();
+  bool SaveAs();
+  void AddRecent(const QString& path);
+  void FillRecentMenu();
+  void FillSamplesMenu();
+  void UpdateTitle();
+  void UpdateSummary();
+  void ShowStatus(const QString& text, bool error);
+  void OnSelectionChanged();
+  void OnGraphChanged(bool layout_only);
+  void ShowResultsFor(const std::string& id);
+  void OnRunFinished(bool ok, const QString& message);
+  void Copy();
+  void Cut();
+  void Paste();
+  void Duplicate();
+  void AddBlockAt(const QString& op, QPointF scene_pos);
+
+  GraphDocument* doc_;
+  GraphScene* scene_;
+  GraphView* view_;
+  PaletteWidget* palette_;
+  AttributePanel* attributes_;
+  ResultPanel* results_;
+  RunController* runner_;
+  QuickAddPopup* quick_add_;
+  QPointF quick_add_pos_;
+  QLabel* status_label_;
+  QLabel* summary_label_;
+  QProgressBar* progress_;
+  QToolButton* cancel_button_;
+  QMenu* recent_menu_ = nullptr;
+  QMenu* samples_menu_ = nullptr;
+  QAction* run_action_ = nullptr;
+  QAction* cancel_action_ = nullptr;
+  bool scripted_ = false;
+  bool fitted_once_ = false;
+  bool edited_during_run_ = false;
+  int paste_count_ = 0;
+};
+
+}  // namespace blockflow::editor

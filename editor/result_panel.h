@@ -1,0 +1,63 @@
+// ResultPanel: the outputs of the selected node after a run: statistics, a heatmap of a chosen
+// 2-D slice (batch/channel selectors, layout from the node's data_format) and a value table.
+#pragma once
+
+#include <vector>
+
+#include <QImage>
+#include <QWidget>
+
+#include "core/tensor.h"
+#include "editor/tensor_view.h"
+
+class QComboBox;
+class QLabel;
+class QSpinBox;
+class QTableView;
+
+namespace blockflow::editor {
+class HeatmapView;
+}
+
+namespace blockflow::editor {
+
+class ResultPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit ResultPanel(QWidget* parent = nullptr);
+  /// Shows a node's outputs. `data_format` ("NHWC"/"NCHW"/"") picks the initial layout.
+  void ShowOutputs(const QString& node_id, const std::vector<Tensor>& outputs, const QStringList& names,
+                   const QString& data_format, const QString& note);
+  /// Shows a message instead of results.
+  void ShowMessage(const QString& message);
+
+  /// For tests and scripted checks.
+  const QImage& heatmap() const { return heatmap_; }
+  TensorSliceModel* model() const { return model_; }
+  QString StatsText() const;
+
+ private:
+  void Refresh();
+
+  std::vector<Tensor> outputs_;
+  QLabel* title_;
+  QWidget* body_;
+  QComboBox* output_combo_;
+  QLabel* stats_;
+  QComboBox* layout_combo_;
+  QLabel* batch_label_;
+  QSpinBox* batch_spin_;
+  QLabel* channel_label_;
+  QSpinBox* channel_spin_;
+  HeatmapView* image_view_;
+  QLabel* scale_min_;
+  QLabel* scale_max_;
+  QLabel* colorbar_;
+  QLabel* slice_note_;
+  QTableView* table_;
+  TensorSliceModel* model_;
+  QImage heatmap_;
+};
+
+}  // namespace blockflow::editor

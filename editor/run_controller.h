@@ -1,0 +1,74 @@
+// RunController: runs a graph through blockflow::Session on a worker thread, reporting node
+// states and progress through queued signals (so the UI never blocks), with cancellation.
+//
+//   RunController run;
+//   connect(&run, &RunController::finished, ...);
+//   run.Start(doc.graph());   // feeds come from the Placeholders' ui.feed files
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <QObject>
+#include <QStringList>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace blockflow::editor {
+
+/// What one run produced.
+struct RunResult {
+  Status status;
+  /// Outputs of every node whose values are known after the run: executed nodes, and
+  /// constant nodes whose values inference computed.
+  std::map<std::string, std::vector<Tensor>> outputs;
+  std::map<std::string, double> ms;   // kernel time of each executed node
+  std::set<std::string> executed;     // nodes whose kernels ran
+  double total_ms = 0;
+};
+
+/// The feeds of a graph's Placeholders: each reads its `ui.feed` .npy file (relative to the
+/// graph file) as the Placeholder's dtype. A Placeholder without one is an error.
+Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph);
+
+class RunController : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit RunController(QObject* parent = nullptr);
+  ~RunController() override;
+
+  bool running() const { return running_; }
+  /// Starts running a copy of `graph`; ignored while a run is in progress.
+  void Start(const Graph& graph, int num_threads = 0);
+  /// Asks the run to stop (between nodes and inside kernels).
+  void Cancel();
+  /// The last finished run.
+  const RunResult& result() const { return result_; }
+  bool has_result() const { return has_result_; }
+  void ClearResult();
+
+ signals:
+  void started(const QStringList& node_ids);
+  void nodeStarted(const QString& id);
+  void nodeFinished(const QString& id, double ms, bool ok, const QString& message);
+  void progress(int done, int total);
+  /// The run ended; `message` is the error when !ok (NodeIssue-style text).
+  void finished(bool ok, const QString& message);
+
+ private:
+  void OnWorkerDone(RunResult result);
+
+  std::thread thread_;
+  std::atomic<bool> cancel_{false};
+  bool running_ = false;
+  bool has_result_ = false;
+  RunResult result_;
+};
+
+}  // namespace blockflow::editor

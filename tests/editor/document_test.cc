@@ -1,0 +1,212 @@
+// GraphDocument: wiring rules, undoable edits, copy/paste, save and load.
+#include <gtest/gtest.h>
+
+#include <QFile>
+#include <QTemporaryDir>
+
+#include "editor/graph_document.h"
+#include "test_util.h"
+
+namespace blockflow::editor {
+namespace {
+
+using testing::GraphFromJson;
+using testing::kAddGraph;
+
+std::string Text(const GraphDocument& doc) { return SerializeGraph(doc.graph()); }
+
+QByteArray ReadAll(const QString& path) {
+  QFile f(path);
+  EXPECT_TRUE(f.open(QIODevice::ReadOnly)) << path.toStdString();
+  return f.readAll();
+}
+
+TEST(IdBaseForOp, SnakeCasesOpNames) {
+  EXPECT_EQ(IdBaseForOp("DepthwiseConv2dNativeBackpropInput"), "depthwise_conv2d_native_backprop_input");
+  EXPECT_EQ(IdBaseForOp("Conv2DBackpropFilter"), "conv2d_backprop_filter");
+  EXPECT_EQ(IdBaseForOp("Add"), "add");
+  EXPECT_EQ(IdBaseForOp("ZerosLike"), "zeros_like");
+}
+
+TEST(GraphDocument, AddNodeGivesUniqueIdsAndPositions) {
+  GraphDocument doc;
+  auto a = doc.AddNode("Add", QPointF(10.4, 20.6));
+  auto b = doc.AddNode("Add", QPointF(0, 0));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, "add");
+  EXPECT_EQ(*b, "add_1");
+  const Node* n = doc.graph().FindNode("add");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->ui["x"], 10);
+  EXPECT_EQ(n->ui["y"], 21);
+  auto bad = doc.AddNode("NoSuchBlock", QPointF());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown block 'NoSuchBlock'"), std::string::npos);
+}
+
+TEST(GraphDocument, RefusesWireOfIncompatibleDType) {
+  GraphDocument doc;
+  doc.Reset(GraphFromJson(kAddGraph));
+  ASSERT_TRUE(doc.AddNode("Reshape", QPointF(600, 0)).ok());
+  const std::string before = Text(doc);
+  const int undo_count = doc.undo_stack()->count();
+  const Status st = doc.Connect(Endpoint{"a", 0}, "reshape", "shape");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "refused: 'reshape'.shape (Reshape) accepts int32, int64; 'a' gives float32");
+  EXPECT_EQ(Text(doc), before);
+  EXPECT_EQ(doc.undo_stack()->count(), undo_count);
+  // The float tensor is fine on the `tensor` port.
+  EXPECT_TRUE(doc.Connect(Endpoint{"a", 0}, "reshape", "tensor").ok());
+  EXPECT_EQ(doc.graph().FindNode("reshape")->inputs.at("tensor")[0].node, "a");
+}
+
+TEST(GraphDocument, RefusesWireThatClosesACycle) {
+  GraphDocument doc;
+  doc.Reset(GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "a", "op": "Const", "attrs": {"dtype": "float32", "shape": [2], "value": [1, 2]}},
+    {"id": "i1", "op": "Identity", "inputs": {"input": "a"}},
+    {"id": "i2", "op": "Identity", "inputs": {"input": "i1"}}]})"));
+  const std::string before = Text(doc);
+  Status st = doc.Connect(Endpoint{"i2", 0}, "i1", "input");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "refused: wiring 'i2' into 'i1'.input would create a cycle ('i1' already feeds 'i2')");
+  st = doc.Connect(Endpoint{"i1", 0}, "i1", "input");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("would create a cycle (a block cannot feed itself)"), std::string::npos);
+  EXPECT_EQ(Text(doc), before);
+}
+
+TEST(GraphDocument, NewWireReplacesTheOldOne) {
+  GraphDocument doc;
+  doc.Reset(GraphFromJson(kAddGraph));
+  ASSERT_TRUE(doc.Connect(Endpoint{"b", 0}, "s", "x").ok());
+  const auto& x = doc.graph().FindNode("s")->inputs.at("x");
+  ASSERT_EQ(x.size(), 1u);
+  EXPECT_EQ(x[0].node, "b");
+  // s = b + b: [3]
+  const NodeInfo* info = doc.InfoFor("s");
+  ASSERT_NE(info, nullptr);
+  ASSERT_TRUE(info->ok);
+  EXPECT_EQ(info->outputs[0].shape, Shape({3}));
+}
+
+TEST(GraphDocument, AttributeEditUpdatesShapesAndIssues) {
+  GraphDocument doc;
+  doc.Reset(GraphFromJson(kAddGraph));
+  EXPECT_EQ(doc.InfoFor("s")->outputs[0].shape, Shape({2, 3}));
+  ASSERT_TRUE(doc.SetAttr("a", "shape", nlohmann::json::array({4, 3})).ok());
+  EXPECT_EQ(doc.InfoFor("s")->outputs[0].shape, Shape({4, 3}));
+  EXPECT_TRUE(doc.IssuesFor("s").empty());
+  ASSERT_TRUE(doc.SetAttr("a", "shape", nlohmann::json::array({4, 5})).ok());
+  const auto issues = doc.IssuesFor("s");
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].rfind("node 's' (Add): ", 0), 0u) << issues[0];
+}
+
+TEST(GraphDocument, UndoRedoRestoresTheGraphExactly) {
+  GraphDocument doc;
+  doc.Reset(GraphFromJson(kAddGraph));
+  std::vector<std::string> states = {Text(doc)};
+  auto step = [&](bool ok) {
+    ASSERT_TRUE(ok);
+    states.push_back(Text(doc));
+  };
+  step(doc.AddNode("Mul", QPointF(700, 50)).ok());
+  step(doc.Connect(Endpoint{"s", 0}, "mul", "x").ok());
+  step(doc.Connect(Endpoint{"b", 0}, "mul", "y").ok());
+  step(doc.SetAttr("b", "value", nlohmann::json::array({4, 5, 6})).ok());
+  step(doc.RenameNode("mul", "product").ok());
+  doc.MoveNodes({{"product", QPointF(800, 90)}});
+  step(true);
+  doc.Remove({}, {WireRef{Endpoint{"b", 0}, "product", "y"}});
+  step(true);
+  step(doc.Paste(doc.CopyNodes({"a", "s"}), QPointF(30, 30)).ok());
+  doc.Remove({"a"}, {});
+  step(true);
+  ASSERT_EQ(doc.undo_stack()->count(), static_cast<int>(states.size()) - 1);
+  for (size_t i = states.size() - 1; i > 0; --i) {
+    doc.undo_stack()->undo();
+    EXPECT_EQ(Text(doc), states[i - 1]) << "after undoing step " << i;
+  }
+  for (size_t i = 1; i < states.size(); ++i) {
+    doc.undo_stack()->redo();
+    EXPECT_EQ(Text(doc), states[i]) << "after redoing step " << i;
+  }
+  EXPECT_TRUE(doc.IsModified());
+}
+
+TEST(GraphDocument, RenameChecksIdsAndRewires) {
+  GraphDocument doc;
+  doc.Reset(GraphFromJson(kAddGraph));
+  Status st = doc.RenameNode("a", "b");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "id 'b' is already used by another node");
+  st = doc.RenameNode("a", "bad id");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "invalid id 'bad id': use letters, digits and _ . - /");
+  ASSERT_TRUE(doc.RenameNode("a", "grad/ones").ok());
+  EXPECT_EQ(doc.graph().FindNode("s")->inputs.at("x")[0].node, "grad/ones");
+  EXPECT_TRUE(doc.analysis().ok());
+}
+
+TEST(GraphDocument, PasteMakesIdsUniqueAndKeepsInternalWires) {
+  GraphDocument doc;
+  doc.Reset(GraphFromJson(kAddGraph));
+  auto ids = doc.Paste(doc.CopyNodes({"a", "s"}), QPointF(50, 50));
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(*ids, (std::vector<std::string>{"a_1", "s_1"}));
+  const Node* s1 = doc.graph().FindNode("s_1");
+  ASSERT_NE(s1, nullptr);
+  EXPECT_EQ(s1->inputs.at("x")[0].node, "a_1");
+  EXPECT_EQ(s1->inputs.count("y"), 0u);  // b was not copied
+  EXPECT_EQ(s1->ui["x"], 450);
+  EXPECT_EQ(s1->ui["y"], 150);
+  // One undo removes the whole paste.
+  doc.undo_stack()->undo();
+  EXPECT_EQ(doc.graph().nodes().size(), 3u);
+}
+
+TEST(GraphDocument, SaveThenLoadGivesTheSameFile) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  GraphDocument doc;
+  ASSERT_TRUE(doc.Open(testing::DataPath("basic.json")).ok());
+  ASSERT_TRUE(doc.AddNode("Identity", QPointF(1100, 120)).ok());
+  ASSERT_TRUE(doc.Connect(Endpoint{"y", 0}, "identity", "input").ok());
+  const QString first = dir.filePath("first.json"), second = dir.filePath("second.json");
+  ASSERT_TRUE(doc.Save(first).ok());
+  EXPECT_FALSE(doc.IsModified());
+  GraphDocument again;
+  ASSERT_TRUE(again.Open(first).ok());
+  EXPECT_EQ(Text(again), Text(doc));
+  ASSERT_TRUE(again.Save(second).ok());
+  EXPECT_EQ(ReadAll(first), ReadAll(second));
+  // The feed path was rebased to the new folder, still naming the same file.
+  const Node* x = again.graph().FindNode("x");
+  const std::string feed = x->ui["feed"].get<std::string>();
+  EXPECT_TRUE(QFile::exists(QString::fromStdString(ResolveGraphPath(again.graph(), feed))))
+      << feed;
+  EXPECT_EQ(x->ui["x"], 0);
+}
+
+TEST(GraphDocument, OpenReportsErrors) {
+  GraphDocument doc;
+  const Status st = doc.Open(testing::DataPath("does_not_exist.json"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("does_not_exist.json"), std::string::npos);
+}
+
+TEST(GraphDocument, MissingPositionsAreLaidOutInLayers) {
+  Graph g = GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "a", "op": "Const", "attrs": {"dtype": "float32", "shape": [2], "value": [1, 2]}},
+    {"id": "i1", "op": "Identity", "inputs": {"input": "a"}},
+    {"id": "i2", "op": "Identity", "inputs": {"input": "i1"}}]})");
+  AssignMissingPositions(g);
+  auto pa = NodePosition(*g.FindNode("a")), p1 = NodePosition(*g.FindNode("i1")), p2 = NodePosition(*g.FindNode("i2"));
+  ASSERT_TRUE(pa && p1 && p2);
+  EXPECT_LT(pa->x(), p1->x());
+  EXPECT_LT(p1->x(), p2->x());
+}
+
+}  // namespace
+}  // namespace blockflow::editor

@@ -1,0 +1,182 @@
+// Runs from the editor: same results as a Session, clear errors, and the scripted command line.
+#include <gtest/gtest.h>
+
+#include <QFile>
+#include <QImage>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+
+#include "core/npy.h"
+#include "core/session.h"
+#include "editor/editor_main.h"
+#include "editor/graph_document.h"
+#include "editor/graph_scene.h"
+#include "editor/main_window.h"
+#include "editor/result_panel.h"
+#include "editor/run_controller.h"
+#include "test_util.h"
+
+namespace blockflow::editor {
+namespace {
+
+bool RunAndWait(MainWindow& w, QList<QVariant>* args = nullptr) {
+  QSignalSpy spy(&w, &MainWindow::runFinished);
+  w.Run();
+  if (!spy.wait(30000)) return false;
+  if (args) *args = spy.takeFirst();
+  return true;
+}
+
+TEST(EditorRun, ResultsAreBitwiseEqualToASessionRun) {
+  MainWindow w;
+  w.SetScripted(true);
+  ASSERT_TRUE(w.OpenFile(testing::DataPath("basic.json")));
+  QList<QVariant> args;
+  ASSERT_TRUE(RunAndWait(w, &args));
+  ASSERT_TRUE(args[0].toBool()) << args[1].toString().toStdString();
+
+  Expected<Graph> g = LoadGraphFile(testing::DataPath("basic.json").toStdString());
+  ASSERT_TRUE(g.ok());
+  Expected<std::map<std::string, Tensor>> feeds = LoadFeeds(*g);
+  ASSERT_TRUE(feeds.ok()) << feeds.status().message();
+  Session session(*g);
+  std::vector<Tensor> expected;
+  ASSERT_TRUE(session.Run(*feeds, {"y", "scaled"}, &expected).ok());
+
+  const RunResult& r = w.runner()->result();
+  ASSERT_EQ(r.outputs.count("y"), 1u);
+  ASSERT_EQ(r.outputs.count("scaled"), 1u);
+  EXPECT_TRUE(r.outputs.at("y")[0].BitwiseEquals(expected[0]));
+  EXPECT_TRUE(r.outputs.at("scaled")[0].BitwiseEquals(expected[1]));
+  EXPECT_EQ(w.scene()->FindNode("y")->run_state(), RunState::kDone);
+  EXPECT_TRUE(r.ms.count("y"));
+
+  // The result panel shows the selected node's output: stats, heatmap, table.
+  w.SelectNode("y");
+  const QImage& heat = w.results()->heatmap();
+  ASSERT_FALSE(heat.isNull());
+  EXPECT_EQ(heat.width(), 12);
+  EXPECT_EQ(heat.height(), 12);
+  EXPECT_EQ(w.results()->model()->rowCount(), 12);
+  EXPECT_EQ(w.results()->model()->columnCount(), 12);
+  EXPECT_TRUE(w.results()->StatsText().contains("[1,12,12,2]"));
+
+  // An edit invalidates the results.
+  ASSERT_TRUE(w.document()->SetAttr("scale", "value", nlohmann::json::array({1, 1})).ok());
+  EXPECT_FALSE(w.runner()->has_result());
+  EXPECT_EQ(w.scene()->FindNode("y")->run_state(), RunState::kIdle);
+}
+
+TEST(EditorRun, MissingFeedIsAClearError) {
+  MainWindow w;
+  w.SetScripted(true);
+  w.document()->Reset(testing::GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "dy", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2]}},
+    {"id": "out", "op": "Identity", "inputs": {"input": "dy"}}]})"));
+  QList<QVariant> args;
+  ASSERT_TRUE(RunAndWait(w, &args));
+  EXPECT_FALSE(args[0].toBool());
+  const QString msg = args[1].toString();
+  EXPECT_TRUE(msg.startsWith("node 'dy' (Placeholder): no feed file")) << msg.toStdString();
+  EXPECT_TRUE(w.StatusText().contains(msg)) << w.StatusText().toStdString();
+  EXPECT_FALSE(w.runner()->running());
+}
+
+TEST(EditorRun, FeedOfTheWrongDTypeNamesTheFile) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(WriteNpy(dir.filePath("dy.npy").toStdString(), Tensor::FromVector<double>({1.0, 2.0})).ok());
+  Graph g = testing::GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "dy", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2]}, "ui": {"feed": "dy.npy"}}]})");
+  g.base_dir = dir.path().toStdString();
+  Expected<std::map<std::string, Tensor>> feeds = LoadFeeds(g);
+  ASSERT_FALSE(feeds.ok());
+  EXPECT_EQ(feeds.status().message().rfind("node 'dy' (Placeholder): feed: ", 0), 0u) << feeds.status().message();
+  EXPECT_NE(feeds.status().message().find("dy.npy"), std::string::npos);
+}
+
+TEST(EditorRun, CancelStopsTheRunAndKeepsTheUiUsable) {
+  MainWindow w;
+  w.SetScripted(true);
+  // A chain of ten convolutions: long enough that Cancel, requested when the first one
+  // starts, lands well before the end.
+  std::string json = R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "xs", "op": "Const", "attrs": {"dtype": "int32", "shape": [4], "value": [1, 160, 160, 48]}},
+    {"id": "ws", "op": "Const", "attrs": {"dtype": "int32", "shape": [4], "value": [3, 3, 48, 48]}},
+    {"id": "c0", "op": "RandomUniform", "inputs": {"shape": "xs"}},
+    {"id": "w", "op": "RandomUniform", "inputs": {"shape": "ws"}, "attrs": {"seed": 1}})";
+  for (int i = 1; i <= 10; ++i) {
+    json += ",\n{\"id\": \"c" + std::to_string(i) + "\", \"op\": \"Conv2D\", \"inputs\": {\"input\": \"c" +
+            std::to_string(i - 1) + "\", \"filter\": \"w\"}, \"attrs\": {\"strides\": [1, 1, 1, 1], \"padding\": \"SAME\"}}";
+  }
+  json += "]}";
+  w.document()->Reset(testing::GraphFromJson(json));
+  ASSERT_TRUE(w.document()->analysis().ok()) << w.document()->analysis().issues[0].ToString();
+  QObject::connect(w.runner(), &RunController::nodeStarted, &w, [&w](const QString& id) {
+    if (id == "c1") w.CancelRun();
+  });
+  QList<QVariant> args;
+  ASSERT_TRUE(RunAndWait(w, &args));
+  EXPECT_FALSE(args[0].toBool());
+  EXPECT_TRUE(args[1].toString().contains("cancelled")) << args[1].toString().toStdString();
+  EXPECT_TRUE(w.StatusText().startsWith("Run cancelled")) << w.StatusText().toStdString();
+  EXPECT_FALSE(w.runner()->running());
+  EXPECT_EQ(w.runner()->result().status.code(), StatusCode::kCancelled);
+  EXPECT_EQ(w.runner()->result().executed.count("c10"), 0u);
+}
+
+TEST(EditorCommandLine, ParsesTheContract) {
+  EditorOptions o = ParseEditorArgs({"blockflow-editor", "g.json", "--run", "--screenshot", "s.png"});
+  EXPECT_TRUE(o.error.isEmpty());
+  EXPECT_EQ(o.graph, "g.json");
+  EXPECT_TRUE(o.run);
+  EXPECT_EQ(o.screenshot, "s.png");
+  EXPECT_EQ(ParseEditorArgs({"blockflow-editor", "--screenshot"}).error, "--screenshot needs a file name");
+  EXPECT_EQ(ParseEditorArgs({"blockflow-editor", "--frobnicate"}).error, "unknown option --frobnicate");
+  EXPECT_EQ(ParseEditorArgs({"blockflow-editor", "a.json", "b.json"}).error, "more than one graph file given");
+}
+
+QProcessEnvironment Headless() {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("QT_QPA_PLATFORM", "offscreen");
+  return env;
+}
+
+TEST(EditorCommandLine, ScreenshotProducesAPng) {
+  QTemporaryDir dir;
+  const QString png = dir.filePath("shot.png");
+  QProcess p;
+  p.setProcessEnvironment(Headless());
+  p.start(BF_EDITOR_EXE, {testing::DataPath("basic.json"), "--run", "--screenshot", png});
+  ASSERT_TRUE(p.waitForFinished(60000));
+  EXPECT_EQ(p.exitStatus(), QProcess::NormalExit);
+  EXPECT_EQ(p.exitCode(), 0) << p.readAllStandardError().toStdString();
+  QImage img(png);
+  ASSERT_FALSE(img.isNull());
+  EXPECT_GE(img.width(), 800);
+  EXPECT_GE(img.height(), 500);
+  QFile f(png);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  EXPECT_EQ(f.read(8), QByteArray("\x89PNG\r\n\x1a\n", 8));
+}
+
+TEST(EditorCommandLine, FailedRunExitsWithOne) {
+  QTemporaryDir dir;
+  const QString graph = dir.filePath("nofeed.json");
+  QFile f(graph);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+  f.write(R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "dy", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2]}}]})");
+  f.close();
+  QProcess p;
+  p.setProcessEnvironment(Headless());
+  p.start(BF_EDITOR_EXE, {graph, "--run", "--screenshot", dir.filePath("shot.png")});
+  ASSERT_TRUE(p.waitForFinished(60000));
+  EXPECT_EQ(p.exitCode(), 1);
+  const QString err = QString::fromUtf8(p.readAllStandardError());
+  EXPECT_TRUE(err.contains("error: nofeed.json: node 'dy' (Placeholder): no feed file")) << err.toStdString();
+  EXPECT_TRUE(QFile::exists(dir.filePath("shot.png")));
+}
+
+}  // namespace
+}  // namespace blockflow::editor
