@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/graph.h"
+#include "core/session.h"
 
 namespace blockflow {
 namespace {
@@ -21,7 +22,7 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      const bool same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]);
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (same ? 0 : 1)});
     }
     std::swap(prev, cur);
@@ -43,11 +44,49 @@ std::string Suggest(const std::string& name, const std::vector<std::string>& can
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
+// Small nodes whose inputs are all known values are computed now (TensorFlow's constant
+// folding), so that sizes built by arithmetic are known to the shape functions downstream.
+// Inputs and outputs both stay small, so folding never stands in for a real kernel's work.
+constexpr int64_t kMaxFoldElements = 4096;
+
+void FoldConstants(const OpSchema& schema, const std::string& base_dir, NodeInfo* info) {
+  if (schema.is_stateful() || info->inputs.empty() || info->outputs.empty()) return;
+  int64_t total = 0;
+  for (const PortInfo& in : info->inputs) {
+    if (!in.value || in.from_feed) return;  // feeds are data, not constants: their blocks run
+    total += in.value->num_elements();
+    if (total > kMaxFoldElements) return;
+  }
+  total = 0;
+  for (const PortInfo& out : info->outputs) {
+    if (out.value) return;  // the shape function already knows
+    if (!out.shape.IsFullyDefined()) return;
+    total += out.shape.num_elements();
+    if (total > kMaxFoldElements) return;
+  }
+  std::vector<const Tensor*> inputs;
+  for (const PortInfo& in : info->inputs) inputs.push_back(in.value.get());
+  std::vector<Tensor> outputs;
+  RunOptions options;
+  options.num_threads = 1;
+  options.force_reference_kernels = true;
+  // A kernel error here is reported when the node runs; folding just does not happen.
+  if (!RunNodeKernel(schema, *info, inputs, &outputs, options, base_dir).ok()) return;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    info->outputs[k].value = std::make_shared<const Tensor>(std::move(outputs[k]));
+  }
+}
+
 }  // namespace
 
 GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const std::map<std::string, Tensor>* feeds) {
   const auto& nodes = graph.nodes();
   const size_t n = nodes.size();
+  const std::unordered_map<std::string, int> index_of = BuildNodeIndex(graph);
+  auto index = [&](const std::string& id) {
+    auto it = index_of.find(id);
+    return it == index_of.end() ? -1 : it->second;
+  };
   GraphAnalysis result;
   result.nodes.resize(n);
   std::vector<std::vector<std::string>> errors(n);
@@ -90,7 +129,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
       for (const Endpoint& e : eps) {
         if (e.node == node.id) {
           error(i, "input '" + port + "' reads the node's own output '" + e.ToString() + "' (a cycle)");
-        } else if (graph.IndexOf(e.node) < 0) {
+        } else if (index(e.node) < 0) {
           error(i, "input '" + port + "' reads '" + e.ToString() + "', but there is no node '" + e.node + "'");
         }
       }
@@ -141,7 +180,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
     std::set<int> producers;
     for (const auto& [port, eps] : nodes[i].inputs) {
       for (const Endpoint& e : eps) {
-        const int p = graph.IndexOf(e.node);
+        const int p = index(e.node);
         if (p >= 0 && static_cast<size_t>(p) != i) producers.insert(p);
       }
     }
@@ -170,7 +209,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
     for (const auto& [port, eps] : nodes[i].inputs) {
       bool reported = false;
       for (const Endpoint& e : eps) {
-        if (e.node != nodes[i].id && graph.IndexOf(e.node) >= 0 && WouldCreateCycle(graph, e.node, nodes[i].id)) {
+        if (e.node != nodes[i].id && index(e.node) >= 0 && WouldCreateCycle(graph, e.node, nodes[i].id)) {
           error(i, "input '" + port + "' from '" + e.node + "' closes a cycle; a graph must be acyclic");
           reported = true;
           break;
@@ -197,7 +236,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
       auto it = node.inputs.find(p.name);
       if (it == node.inputs.end()) continue;
       for (const Endpoint& e : it->second) {
-        const size_t producer = static_cast<size_t>(graph.IndexOf(e.node));
+        const size_t producer = static_cast<size_t>(index(e.node));
         const NodeInfo& pinfo = result.nodes[producer];
         if (!pinfo.ok) {
           inputs_known = false;  // the producer reports its own problem
@@ -215,7 +254,13 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
                        std::string(DTypeName(in.dtype)));
           inputs_known = false;
         }
-        port_dtype.emplace(p.name, in.dtype);
+        auto [it_dtype, fresh] = port_dtype.emplace(p.name, in.dtype);
+        if (!fresh && it_dtype->second != in.dtype) {
+          error(i, "the wires of list input '" + p.name + "' must share one dtype, but '" + e.ToString() + "' is " +
+                       std::string(DTypeName(in.dtype)) + " and an earlier one is " +
+                       std::string(DTypeName(it_dtype->second)));
+          inputs_known = false;
+        }
         inputs.push_back(in);
       }
     }
@@ -260,6 +305,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
     info.port_starts = std::move(port_starts);
     info.outputs = ctx.outputs();
     info.ok = true;
+    FoldConstants(*schema, graph.base_dir, &info);
   }
 
   for (size_t i = 0; i < n; ++i) {

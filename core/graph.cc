@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 
 #include "core/npy.h"
 
 namespace blockflow {
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+const char* const kNodeIdRule =
+    "use letters, digits and _ . - /, with '/' only between names (no empty, '.' or '..' parts)";
 
 // ---- Endpoint ----
 
@@ -30,10 +34,27 @@ std::optional<Endpoint> Endpoint::Parse(const std::string& text) {
 
 bool IsValidNodeId(const std::string& id) {
   if (id.empty()) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
+  const bool chars_ok = std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
            c == '-' || c == '/';
   });
+  if (!chars_ok) return false;
+  // Ids become file paths under `run --out`: every '/'-separated part must be a plain name.
+  size_t start = 0;
+  while (true) {
+    const size_t slash = id.find('/', start);
+    const std::string part = id.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (slash == std::string::npos) return true;
+    start = slash + 1;
+  }
+}
+
+std::unordered_map<std::string, int> BuildNodeIndex(const Graph& graph) {
+  std::unordered_map<std::string, int> index;
+  index.reserve(graph.nodes().size());
+  for (size_t i = 0; i < graph.nodes().size(); ++i) index.emplace(graph.nodes()[i].id, static_cast<int>(i));
+  return index;
 }
 
 // ---- Graph ----
@@ -57,7 +78,7 @@ int Graph::IndexOf(const std::string& id) const {
 
 Status Graph::AddNode(Node node) {
   if (!IsValidNodeId(node.id)) {
-    return InvalidArgument("invalid node id '" + node.id + "': use letters, digits and _ . - /");
+    return InvalidArgument("invalid node id '" + node.id + "': " + kNodeIdRule);
   }
   if (IndexOf(node.id) >= 0) return InvalidArgument("duplicate node id '" + node.id + "'");
   nodes_.push_back(std::move(node));
@@ -121,6 +142,8 @@ bool WouldCreateCycle(const Graph& graph, const std::string& producer, const std
 
 namespace {
 
+constexpr int kMaxJsonDepth = 128;
+
 std::string LineColumn(const std::string& text, size_t byte) {
   size_t line = 1, col = 1;
   for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
@@ -146,7 +169,7 @@ Status ParseNode(const json& j, size_t index, Node* node) {
   node->id = j["id"].get<std::string>();
   const std::string who = "node '" + node->id + "'";
   if (!IsValidNodeId(node->id)) {
-    return InvalidArgument(who + ": invalid id: use letters, digits and _ . - /");
+    return InvalidArgument(who + ": invalid id: " + kNodeIdRule);
   }
   if (!j.contains("op") || !j["op"].is_string() || j["op"].get<std::string>().empty()) {
     return InvalidArgument(who + ": 'op' must be a non-empty string");
@@ -215,13 +238,22 @@ void DumpCompact(const json& j, std::string* out) {
 Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origin, const std::string& base_dir) {
   json j;
   try {
-    j = json::parse(text);
+    // Deeply nested values would overflow the stack in the recursive copies and dumps later.
+    j = json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxJsonDepth) throw std::length_error("values nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      return true;
+    });
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L, column C: ".
     const size_t colon = what.find(": ", what.find("column"));
     const std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
     return InvalidArgument(origin + ":" + LineColumn(text, e.byte) + ": malformed JSON: " + detail);
+  } catch (const std::exception& e) {
+    // Number overflow (1e999) and the depth limit: no position is known.
+    std::string what = e.what();
+    const size_t bracket = what.rfind("] ");
+    return InvalidArgument(origin + ": malformed JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   auto bad = [&](const std::string& why) { return InvalidArgument(origin + ": " + why); };
   if (!j.is_object()) return bad("a graph file must hold a JSON object");

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -72,8 +73,11 @@ class Graph {
   std::vector<Node> nodes_;
 };
 
-/// True when `id` is a valid node id: letters, digits and `_ . - /`, not empty.
+/// True when `id` is a valid node id: letters, digits and `_ . - /`, where '/' separates
+/// non-empty parts other than "." and ".." (ids become paths under `blockflow run --out`).
 bool IsValidNodeId(const std::string& id);
+/// Node id → index in graph.nodes(), for lookups in loops over wires.
+std::unordered_map<std::string, int> BuildNodeIndex(const Graph& graph);
 
 /// Parses graph JSON v1 text. `origin` names the source in messages ("g.json:3:14: ...").
 /// Structural checks only (format, version, ids, input syntax); see AnalyzeGraph for the rest.

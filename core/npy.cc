@@ -1,6 +1,9 @@
 #include "core/npy.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <cstdio>
@@ -93,19 +96,28 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
     return bad("unsupported dtype '" + descr + "' (blockflow reads <f2 <f4 <f8 <i4 <i8 |b1, and <u2 as bfloat16; big-endian is not supported)");
   }
 
+  // A Python tuple of non-negative ints: "()", "(3,)", "(2, 3)"; one trailing comma at most.
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')') return bad("bad shape " + shape_text);
   std::vector<int64_t> dims;
   std::string inner = shape_text.substr(1, shape_text.size() - 2);
-  std::stringstream ss(inner);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t b = item.find_first_not_of(' ');
-    if (b == std::string::npos) continue;
-    item = item.substr(b);
-    while (!item.empty() && (item.back() == ' ' || item.back() == 'L')) item.pop_back();
-    char* end = nullptr;
-    long long v = std::strtoll(item.c_str(), &end, 10);
-    if (end == item.c_str() || *end != '\0' || v < 0) return bad("bad shape " + shape_text);
-    dims.push_back(v);
+  while (!inner.empty() && inner.back() == ' ') inner.pop_back();
+  if (!inner.empty() && inner.back() == ',') inner.pop_back();  // "(3,)"
+  if (inner.find_first_not_of(' ') != std::string::npos) {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = inner.find(',', start);
+      std::string item = inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      const size_t b = item.find_first_not_of(' ');
+      item = b == std::string::npos ? "" : item.substr(b);
+      while (!item.empty() && (item.back() == ' ' || item.back() == 'L')) item.pop_back();
+      errno = 0;
+      char* end = nullptr;
+      const long long v = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || v < 0 || errno == ERANGE) return bad("bad shape " + shape_text);
+      dims.push_back(v);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
   }
   Shape shape(dims);
   // Guard the element count before allocating: the data must be present in full.
@@ -122,10 +134,15 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
     return InvalidArgument(origin + ": holds " + std::string(DTypeName(dtype)) + " (" + descr + "), expected " +
                            std::string(DTypeName(expected_dtype)));
   }
-  Tensor t(dtype, shape);
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   if (!available) return t;
   if (!fortran_order || shape.rank() < 2) {
     std::memcpy(t.raw(), bytes.data() + data_start, available);
+    if (dtype == DType::kBool) {
+      // Only 0 and 1 are valid bools; NumPy treats any other byte as true.
+      auto* p = static_cast<unsigned char*>(t.raw());
+      for (size_t i = 0; i < available; ++i) p[i] = p[i] != 0;
+    }
     return t;
   }
   // Fortran (column-major) order, as NumPy writes F-contiguous arrays such as transposes:
@@ -140,6 +157,7 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
     int64_t off = 0;
     for (int d = 0; d < rank; ++d) off += index[static_cast<size_t>(d)] * f_stride[static_cast<size_t>(d)];
     std::memcpy(dst + static_cast<size_t>(i) * size, src + static_cast<size_t>(off) * size, size);
+    if (dtype == DType::kBool) dst[i] = dst[i] != 0;
     for (int d = rank - 1; d >= 0; --d) {
       if (++index[static_cast<size_t>(d)] < dims[static_cast<size_t>(d)]) break;
       index[static_cast<size_t>(d)] = 0;
@@ -182,27 +200,46 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
   static std::atomic<int> counter{0};
   const fs::path target(path);
   std::error_code ec;
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (target.has_parent_path()) {
-    fs::create_directories(target.parent_path(), ec);
-    if (ec) return IoError("cannot create folder '" + target.parent_path().string() + "': " + ec.message());
+    fs::create_directories(folder, ec);
+    if (ec) return IoError("cannot create folder '" + folder.string() + "': " + ec.message());
   }
+  // Write a temporary file beside the target, flush it to disk, then rename it over the
+  // target: readers see the old file or the new one, never a part.
   const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return IoError("cannot write '" + path + "': " + std::strerror(errno));
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      return IoError("cannot write '" + path + "': write failed (disk full?)");
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("cannot write '" + path + "': " + std::strerror(errno));
+  auto fail = [&](const std::string& what) {
+    const std::string reason = std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return IoError("cannot write '" + path + "': " + what + ": " + reason);
+  };
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("write failed");
     }
+    done += static_cast<size_t>(n);
   }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    return IoError("cannot write '" + path + "': " + ec.message());
+  if (::fsync(fd) != 0) return fail("fsync failed");
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    return IoError("cannot write '" + path + "': close failed: " + std::strerror(errno));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return IoError("cannot write '" + path + "': " + reason);
+  }
+  // Make the rename itself durable.
+  const int dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
   }
   return Status::OK();
 }

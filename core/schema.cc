@@ -182,6 +182,14 @@ OpRegistry& OpRegistry::Global() {
 
 // ---- attribute checking ----
 
+namespace {
+// An integer that fits int64 (JSON's unsigned integers above INT64_MAX do not).
+bool IsInt64(const nlohmann::json& e) {
+  return e.is_number_integer() &&
+         (!e.is_number_unsigned() || e.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
+}
+}  // namespace
+
 Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value) {
   auto fail = [&](const std::string& rule) {
     return InvalidArgument("attr '" + def.name + "' " + rule + ", got " + value.dump());
@@ -195,7 +203,7 @@ Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value) {
   };
   switch (def.type) {
     case AttrType::kInt:
-      if (!value.is_number_integer()) return fail("must be an integer");
+      if (!IsInt64(value)) return fail("must be an integer");
       break;
     case AttrType::kFloat:
       if (!value.is_number()) return fail("must be a number");
@@ -216,7 +224,7 @@ Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value) {
       return fail("must be one of " + list);
     }
     case AttrType::kInts:
-      if (!all_of([](const nlohmann::json& e) { return e.is_number_integer(); })) return fail("must be a list of integers");
+      if (!all_of(IsInt64)) return fail("must be a list of integers");
       break;
     case AttrType::kFloats:
       if (!all_of([](const nlohmann::json& e) { return e.is_number(); })) return fail("must be a list of numbers");
@@ -227,7 +235,7 @@ Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value) {
       }
       break;
     case AttrType::kShape:
-      if (!all_of([](const nlohmann::json& e) { return e.is_number_integer() && e.get<int64_t>() >= -1; })) {
+      if (!all_of([](const nlohmann::json& e) { return IsInt64(e) && e.get<int64_t>() >= -1; })) {
         return fail("must be a list of dimensions (integers >= 0, or -1 for any size)");
       }
       break;

@@ -85,7 +85,8 @@ class AttrMap {
 struct PortInfo {
   DType dtype = DType::kInvalid;
   Shape shape;
-  std::shared_ptr<const Tensor> value;  // known constant value, or null
+  std::shared_ptr<const Tensor> value;  // known value, or null
+  bool from_feed = false;               // the value is (or passes on) a run's feed, not a constant
 };
 
 /// Given to a schema's shape function: the node's attrs and input infos; it sets the outputs.
@@ -134,14 +135,17 @@ struct KernelContext {
   std::vector<PortInfo> output_infos;          // fully defined shapes from inference
   std::vector<Tensor> outputs;                 // to be set by the kernel
   int num_threads = 1;                         // OpenMP threads the kernel may use
-  const std::atomic<bool>* cancel = nullptr;   // poll between large chunks of work
+  const std::atomic<bool>* cancel = nullptr;   // poll cancelled() between large chunks of work
+  const std::atomic<bool>* stop = nullptr;     // set when another node of the run failed
   std::string base_dir;                        // as InferContext::base_dir
 
   const Tensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
   /// Allocates output i zero-filled with its inferred dtype and shape, and returns it.
   Tensor& AllocateOutput(int i);
-  /// True when the run was cancelled.
-  bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+  /// True when the run was cancelled or another node failed: stop and return Cancelled().
+  bool cancelled() const {
+    return (cancel && cancel->load(std::memory_order_relaxed)) || (stop && stop->load(std::memory_order_relaxed));
+  }
 };
 
 using ShapeFn = std::function<Status(InferContext&)>;
@@ -169,6 +173,9 @@ class OpSchema {
   /// Input ports (and the outputs' dtype) that must share one dtype, TensorFlow's `T`.
   OpSchema& SameDType(std::vector<std::string> ports) { same_dtype_ = std::move(ports); return *this; }
   OpSchema& SetShapeFn(ShapeFn fn) { shape_fn_ = std::move(fn); return *this; }
+  /// Marks a block whose kernel has effects or must run when the graph runs; such a block
+  /// is never computed ahead of time (constant folding) during analysis.
+  OpSchema& SetIsStateful() { stateful_ = true; return *this; }
   /// The optimized kernel (used unless reference kernels are forced).
   OpSchema& SetKernel(KernelFn fn) { kernel_ = std::move(fn); return *this; }
   /// The reference kernel: the definition in plain loops. Used when no optimized kernel is set.
@@ -186,6 +193,7 @@ class OpSchema {
   const KernelFn& kernel() const { return kernel_ ? kernel_ : reference_kernel_; }
   const KernelFn& reference_kernel() const { return reference_kernel_ ? reference_kernel_ : kernel_; }
   bool has_optimized_kernel() const { return kernel_ && reference_kernel_; }
+  bool is_stateful() const { return stateful_; }
   /// Port index by name, or -1.
   int InputIndex(const std::string& name) const;
   const AttrDef* FindAttr(const std::string& name) const;
@@ -195,6 +203,7 @@ class OpSchema {
   std::vector<PortDef> inputs_;
   std::vector<OutputDef> outputs_;
   bool variadic_outputs_ = false;
+  bool stateful_ = false;
   std::vector<AttrDef> attrs_;
   std::vector<std::string> same_dtype_;
   ShapeFn shape_fn_;

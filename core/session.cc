@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 namespace blockflow {
 namespace {
@@ -23,16 +24,22 @@ Session::Session(Graph graph, const OpRegistry& registry) : graph_(std::move(gra
 
 std::vector<std::string> Session::DefaultFetches() const {
   GraphAnalysis analysis = AnalyzeGraph(graph_, registry_);
+  std::set<Endpoint> consumed;
+  for (const Node& node : graph_.nodes()) {
+    for (const auto& [port, eps] : node.inputs) consumed.insert(eps.begin(), eps.end());
+  }
   std::vector<std::string> fetches;
   const auto& nodes = graph_.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (!graph_.Consumers(nodes[i].id).empty()) continue;
     size_t num_outputs = analysis.nodes[i].outputs.size();
     if (!analysis.nodes[i].ok) {
       const OpSchema* schema = registry_.Find(nodes[i].op);
       num_outputs = schema ? schema->outputs().size() : 1;
     }
-    for (size_t k = 0; k < num_outputs; ++k) fetches.push_back(Endpoint{nodes[i].id, static_cast<int>(k)}.ToString());
+    for (size_t k = 0; k < num_outputs; ++k) {
+      const Endpoint e{nodes[i].id, static_cast<int>(k)};
+      if (!consumed.count(e)) fetches.push_back(e.ToString());
+    }
   }
   return fetches;
 }
@@ -45,8 +52,17 @@ Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info, const std::ve
   ctx.output_infos = info.outputs;
   ctx.num_threads = options.num_threads > 0 ? options.num_threads : DefaultNumThreads();
   ctx.cancel = options.cancel;
+  ctx.stop = options.stop;
   ctx.base_dir = base_dir;
-  for (const PortInfo& out : info.outputs) RETURN_IF_ERROR(CheckAllocatable(out.dtype, out.shape));
+  for (size_t k = 0; k < info.outputs.size(); ++k) {
+    const PortInfo& out = info.outputs[k];
+    if (!out.shape.IsFullyDefined()) {
+      return InvalidArgument("the shape of output " + std::to_string(k) + " is still " + out.shape.ToString() +
+                             " at run time: the inputs that give its size must be constants, feeds, or computed "
+                             "from them by small blocks");
+    }
+    RETURN_IF_ERROR(CheckAllocatable(out.dtype, out.shape));
+  }
   const KernelFn& kernel = options.force_reference_kernels ? schema.reference_kernel() : schema.kernel();
   if (!kernel) return Internal("op " + schema.name() + " has no kernel");
   Status s;
@@ -75,6 +91,11 @@ Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info, const std::ve
 Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetch_names,
                     std::vector<Tensor>* outputs, const RunOptions& options) const {
   const auto& nodes = graph_.nodes();
+  const std::unordered_map<std::string, int> index_of = BuildNodeIndex(graph_);
+  auto index = [&](const std::string& id) {
+    auto it = index_of.find(id);
+    return it == index_of.end() ? -1 : it->second;
+  };
   // Feeds go to Placeholders only.
   for (const auto& [id, tensor] : feeds) {
     const Node* node = graph_.FindNode(id);
@@ -89,15 +110,17 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
   for (const std::string& f : fetch_list) {
     auto ep = Endpoint::Parse(f);
     if (!ep) return InvalidArgument("cannot fetch '" + f + "': expected \"node\" or \"node:K\"");
-    if (graph_.IndexOf(ep->node) < 0) return NotFound("cannot fetch '" + f + "': there is no node '" + ep->node + "'");
+    if (index(ep->node) < 0) return NotFound("cannot fetch '" + f + "': there is no node '" + ep->node + "'");
     fetches.push_back(*ep);
   }
-  // The nodes the fetches need.
-  std::vector<bool> needed(nodes.size(), false);
+  // The nodes the fetches need; without explicit fetches, the whole graph.
+  std::vector<bool> needed(nodes.size(), fetch_names.empty());
   std::vector<std::string> stack;
-  for (const Endpoint& e : fetches) stack.push_back(e.node);
+  if (!fetch_names.empty()) {
+    for (const Endpoint& e : fetches) stack.push_back(e.node);
+  }
   while (!stack.empty()) {
-    const int i = graph_.IndexOf(stack.back());
+    const int i = index(stack.back());
     stack.pop_back();
     if (i < 0 || needed[static_cast<size_t>(i)]) continue;
     needed[static_cast<size_t>(i)] = true;
@@ -106,19 +129,25 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
     }
   }
   const GraphAnalysis analysis = AnalyzeGraph(graph_, registry_, &feeds);
-  // Problems in needed nodes stop the run; others do not concern it.
+  // Problems in needed nodes (and in fed ones) stop the run; others do not concern it.
+  // The first pass finds the cause; consumers of a broken node merely cannot run.
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (!needed[i]) continue;
-    if (!analysis.nodes[i].errors.empty()) return InvalidArgument(Who(nodes[i]) + analysis.nodes[i].errors.front());
-    if (nodes[i].op == "Placeholder" && !feeds.count(nodes[i].id)) {
+    if ((needed[i] || feeds.count(nodes[i].id)) && !analysis.nodes[i].errors.empty()) {
+      return InvalidArgument(Who(nodes[i]) + analysis.nodes[i].errors.front());
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (needed[i] && nodes[i].op == "Placeholder" && !feeds.count(nodes[i].id)) {
       return InvalidArgument(Who(nodes[i]) + "needs a value: it is needed by the fetched outputs but was not fed");
     }
-    if (!analysis.nodes[i].ok) {
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (needed[i] && !analysis.nodes[i].ok) {
       return InvalidArgument(Who(nodes[i]) + "cannot run: one of its inputs could not be inferred");
     }
   }
   for (size_t f = 0; f < fetches.size(); ++f) {
-    const size_t i = static_cast<size_t>(graph_.IndexOf(fetches[f].node));
+    const size_t i = static_cast<size_t>(index(fetches[f].node));
     if (fetches[f].index >= static_cast<int>(analysis.nodes[i].outputs.size())) {
       return InvalidArgument("cannot fetch '" + fetch_list[f] + "': node '" + nodes[i].id + "' has " +
                              std::to_string(analysis.nodes[i].outputs.size()) + " output(s)");
@@ -135,7 +164,7 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
   for (int i : order) {
     std::set<int> producers;
     for (const auto& [port, eps] : nodes[static_cast<size_t>(i)].inputs) {
-      for (const Endpoint& e : eps) producers.insert(graph_.IndexOf(e.node));
+      for (const Endpoint& e : eps) producers.insert(index(e.node));
     }
     for (int p : producers) {
       consumers[static_cast<size_t>(p)].push_back(i);
@@ -157,9 +186,12 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
   }
   size_t finished = 0, running = 0;
   Status first_error;
+  // Set with the first error, so that kernels still running stop early too.
+  std::atomic<bool> stop{false};
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
+  const int total_threads = options.num_threads > 0 ? options.num_threads : DefaultNumThreads();
 
-  auto execute = [&](int idx) -> Status {
+  auto execute = [&](int idx, int threads) -> Status {
     const size_t i = static_cast<size_t>(idx);
     const Node& node = nodes[i];
     const NodeInfo& info = analysis.nodes[i];
@@ -181,12 +213,15 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
         auto it = node.inputs.find(p.name);
         if (it == node.inputs.end()) continue;
         for (const Endpoint& e : it->second) {
-          inputs.push_back(&values[static_cast<size_t>(graph_.IndexOf(e.node))][static_cast<size_t>(e.index)]);
+          inputs.push_back(&values[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)]);
         }
       }
     }
     std::vector<Tensor> out;
-    Status s = RunNodeKernel(*schema, info, inputs, &out, options, graph_.base_dir);
+    RunOptions node_options = options;
+    node_options.num_threads = threads;
+    node_options.stop = &stop;
+    Status s = RunNodeKernel(*schema, info, inputs, &out, node_options, graph_.base_dir);
     if (!s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu);
     values[i] = std::move(out);
@@ -209,18 +244,28 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
       const int idx = ready.back();
       ready.pop_back();
       ++running;
+      // Nodes running side by side share the cores.
+      const int threads = std::max(1, total_threads / static_cast<int>(running));
       lock.unlock();
       const Node& node = nodes[static_cast<size_t>(idx)];
-      if (options.observer) options.observer->OnNodeBegin(node);
-      const auto t0 = std::chrono::steady_clock::now();
-      Status s = execute(idx);
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (!s.ok() && s.code() != StatusCode::kCancelled) s = s.WithPrefix(Who(node));
-      if (options.observer) options.observer->OnNodeEnd(node, ms, s);
+      Status s;
+      try {
+        if (options.observer) options.observer->OnNodeBegin(node);
+        const auto t0 = std::chrono::steady_clock::now();
+        s = execute(idx, threads);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (!s.ok() && s.code() != StatusCode::kCancelled) s = s.WithPrefix(Who(node));
+        if (options.observer) options.observer->OnNodeEnd(node, ms, s);
+      } catch (const std::exception& e) {
+        s = Internal(Who(node) + "failed: " + e.what());
+      }
       lock.lock();
       --running;
       ++finished;
-      if (!s.ok() && first_error.ok()) first_error = s;
+      if (!s.ok() && first_error.ok()) {
+        first_error = s;
+        stop.store(true);
+      }
       for (int c : consumers[static_cast<size_t>(idx)]) {
         if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
       }
@@ -245,7 +290,7 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
   }
   outputs->clear();
   for (const Endpoint& e : fetches) {
-    outputs->push_back(values[static_cast<size_t>(graph_.IndexOf(e.node))][static_cast<size_t>(e.index)]);
+    outputs->push_back(values[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)]);
   }
   return Status::OK();
 }

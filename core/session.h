@@ -33,6 +33,7 @@ struct RunOptions {
   int max_parallel_nodes = 0;                 // nodes running at once; 0 = automatic
   bool force_reference_kernels = false;       // diff whole graphs against the reference path
   const std::atomic<bool>* cancel = nullptr;  // set to true to stop between and inside nodes
+  const std::atomic<bool>* stop = nullptr;    // internal: set by the session after a node failed
   ExecutionObserver* observer = nullptr;
   /// When set, receives every executed node's outputs (id → outputs).
   std::map<std::string, std::vector<Tensor>>* all_outputs = nullptr;

@@ -45,6 +45,15 @@ std::string HumanBytes(long double bytes) {
   return buf;
 }
 
+// double → integer without undefined behaviour: NaN gives 0, out-of-range values saturate.
+template <typename I>
+I SaturateCast(double v) {
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<double>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  if (v >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
 }  // namespace
 
 Status CheckAllocatable(DType dtype, const Shape& shape) {
@@ -105,8 +114,8 @@ void Tensor::SetFromDouble(int64_t i, double v) {
     case DType::kBFloat16: static_cast<BFloat16*>(p)[i] = BFloat16(v); break;
     case DType::kFloat32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
     case DType::kFloat64: static_cast<double*>(p)[i] = v; break;
-    case DType::kInt32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
-    case DType::kInt64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
+    case DType::kInt32: static_cast<int32_t*>(p)[i] = SaturateCast<int32_t>(v); break;
+    case DType::kInt64: static_cast<int64_t*>(p)[i] = SaturateCast<int64_t>(v); break;
     case DType::kBool: static_cast<bool*>(p)[i] = v != 0; break;
     case DType::kInvalid: break;
   }

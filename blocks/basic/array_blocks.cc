@@ -17,8 +17,8 @@ Expected<Shape> ResolveReshape(const Shape& in, const std::vector<int64_t>& targ
       unknown = static_cast<int>(i);
     } else if (target[i] < 0) {
       return InvalidArgument("input 'shape' " + IntsToString(target) + " has a negative size other than -1");
-    } else {
-      known *= target[i];
+    } else if (__builtin_mul_overflow(known, target[i], &known)) {
+      return InvalidArgument("input 'shape' " + IntsToString(target) + " has more elements than fit in 64 bits");
     }
   }
   std::vector<int64_t> dims = target;
@@ -94,7 +94,7 @@ void RegisterArrayBlocks(OpRegistry& registry) {
             }
             ASSIGN_OR_RETURN(std::vector<int64_t> target, ConstIntVector(shape, "shape"));
             ASSIGN_OR_RETURN(Shape out, ResolveReshape(c.input(0).shape, target));
-            PortInfo info{c.input(0).dtype, out, nullptr};
+            PortInfo info{c.input(0).dtype, out, nullptr, c.input(0).from_feed};
             if (c.input(0).value && out.IsFullyDefined()) {
               ASSIGN_OR_RETURN(Tensor t, c.input(0).value->Reshaped(out));
               info.value = std::make_shared<const Tensor>(std::move(t));

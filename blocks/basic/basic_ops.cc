@@ -2,6 +2,8 @@
 
 #include "blocks/register_blocks.h"
 
+#include <cmath>
+
 namespace blockflow::ops {
 namespace {
 
@@ -20,7 +22,14 @@ nlohmann::json TensorToJsonValues(const Tensor& t) {
       case DType::kInt32: values.push_back(t.data<int32_t>()[i]); break;
       case DType::kInt64: values.push_back(t.data<int64_t>()[i]); break;
       case DType::kBool: values.push_back(t.data<bool>()[i]); break;
-      default: values.push_back(t.GetAsDouble(i)); break;
+      default: {
+        const double v = t.GetAsDouble(i);
+        // JSON has no NaN or infinity; Const reads these strings back.
+        if (std::isnan(v)) values.push_back("nan");
+        else if (std::isinf(v)) values.push_back(v > 0 ? "inf" : "-inf");
+        else values.push_back(v);
+        break;
+      }
     }
   }
   return values;

@@ -58,8 +58,15 @@ void BinaryKernel(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
   int64_t ox = 0, oy = 0;
   for (int64_t i = 0; i < out.num_elements(); ++i) {
     const Acc a = static_cast<Acc>(px[ox]), b = static_cast<Acc>(py[oy]);
-    const Acc r = op == BinaryOp::kAdd ? a + b : op == BinaryOp::kSub ? a - b : a * b;
-    po[i] = T(r);
+    if constexpr (std::is_integral_v<T>) {
+      // Integers wrap around as in TensorFlow (unsigned arithmetic: no undefined overflow).
+      using U = std::make_unsigned_t<T>;
+      const U ua = static_cast<U>(a), ub = static_cast<U>(b);
+      po[i] = static_cast<T>(op == BinaryOp::kAdd ? U(ua + ub) : op == BinaryOp::kSub ? U(ua - ub) : U(ua * ub));
+    } else {
+      const Acc r = op == BinaryOp::kAdd ? a + b : op == BinaryOp::kSub ? a - b : a * b;
+      po[i] = T(r);
+    }
     // Advance the multi-index (odometer) and the two offsets.
     for (int d = rank - 1; d >= 0; --d) {
       const size_t u = static_cast<size_t>(d);
@@ -164,12 +171,13 @@ void RegisterMathBlocks(OpRegistry& registry) {
             }
             const bool is_int = in.dtype() == DType::kInt32 || in.dtype() == DType::kInt64;
             std::vector<double> acc(static_cast<size_t>(out.num_elements()), 0.0);
-            std::vector<int64_t> iacc(is_int ? acc.size() : 0, 0);
+            std::vector<uint64_t> iacc(is_int ? acc.size() : 0, 0);  // wraps like the integer dtype
             std::vector<int64_t> index(static_cast<size_t>(rank), 0);
             int64_t o = 0;
             for (int64_t i = 0; i < in.num_elements(); ++i) {
               if (is_int) {
-                iacc[static_cast<size_t>(o)] += in.dtype() == DType::kInt32 ? in.data<int32_t>()[i] : in.data<int64_t>()[i];
+                iacc[static_cast<size_t>(o)] += static_cast<uint64_t>(
+                    in.dtype() == DType::kInt32 ? int64_t{in.data<int32_t>()[i]} : in.data<int64_t>()[i]);
               } else {
                 acc[static_cast<size_t>(o)] += in.GetAsDouble(i);
               }
@@ -185,8 +193,8 @@ void RegisterMathBlocks(OpRegistry& registry) {
             }
             for (int64_t j = 0; j < out.num_elements(); ++j) {
               if (!is_int) out.SetFromDouble(j, acc[static_cast<size_t>(j)]);
-              else if (out.dtype() == DType::kInt32) out.data<int32_t>()[j] = static_cast<int32_t>(iacc[static_cast<size_t>(j)]);
-              else out.data<int64_t>()[j] = iacc[static_cast<size_t>(j)];
+              else if (out.dtype() == DType::kInt32) out.data<int32_t>()[j] = static_cast<int32_t>(static_cast<uint32_t>(iacc[static_cast<size_t>(j)]));
+              else out.data<int64_t>()[j] = static_cast<int64_t>(iacc[static_cast<size_t>(j)]);
             }
             return Status::OK();
           }));

@@ -1,6 +1,7 @@
 // Blocks that make tensors: Const, Placeholder, Fill, ZerosLike, RandomUniform, RandomStandardNormal.
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "blocks/basic/basic_blocks.h"
@@ -12,6 +13,33 @@ namespace {
 const std::vector<DType> kNumeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64,
                                      DType::kInt32,   DType::kInt64};
 const std::vector<DType> kIndex = {DType::kInt32, DType::kInt64};
+
+// One number of a Const `value`: a JSON number or bool, or "nan", "inf", "-inf" for floats
+// (JSON has no spelling for them). Integers must fit the dtype.
+Expected<double> ConstValue(const nlohmann::json& v, DType dtype) {
+  const std::string type_name(DTypeName(dtype));
+  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+  if (v.is_string() && IsFloatingDType(dtype)) {
+    const std::string s = v.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  if (!v.is_number()) {
+    return InvalidArgument("attr 'value' must hold numbers" + std::string(IsFloatingDType(dtype) ? " (or \"nan\", \"inf\", \"-inf\")" : "") +
+                           ", got " + v.dump());
+  }
+  if (IsFloatingDType(dtype) || dtype == DType::kBool) return v.get<double>();
+  if (!v.is_number_integer()) {
+    return InvalidArgument("attr 'value' holds " + v.dump() + ", which is not an integer, for dtype " + type_name);
+  }
+  const bool fits = dtype == DType::kInt32
+                        ? (v.is_number_unsigned() ? v.get<uint64_t>() <= INT32_MAX
+                                                  : v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX)
+                        : (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
+  if (!fits) return InvalidArgument("attr 'value' holds " + v.dump() + ", which is out of range for " + type_name);
+  return v.get<double>();
+}
 
 // Const: the tensor from `value` (flat row-major list, or one number filling `shape`) or `file` (.npy).
 Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
@@ -45,26 +73,17 @@ Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
   }
   ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   for (size_t k = 0; k < items.size(); ++k) {
-    const nlohmann::json& v = items[k];
-    double d;
-    if (v.is_boolean()) {
-      d = v.get<bool>() ? 1 : 0;
-    } else if (v.is_number()) {
-      d = v.get<double>();
-      if (!IsFloatingDType(dtype) && !v.is_number_integer()) {
-        return InvalidArgument("attr 'value' holds " + v.dump() + ", which is not an integer, for dtype " +
-                               std::string(DTypeName(dtype)));
-      }
-    } else {
-      return InvalidArgument("attr 'value' must hold numbers, got " + v.dump());
-    }
+    ASSIGN_OR_RETURN(double d, ConstValue(items[k], dtype));
     if (fill) {
       for (int64_t i = 0; i < t.num_elements(); ++i) t.SetFromDouble(i, d);
-    } else if (dtype == DType::kInt64 && v.is_number_integer()) {
-      t.data<int64_t>()[k] = v.get<int64_t>();  // exact beyond 2^53
+    } else if (dtype == DType::kInt64 && items[k].is_number_integer()) {
+      t.data<int64_t>()[k] = items[k].get<int64_t>();  // exact beyond 2^53
     } else {
       t.SetFromDouble(static_cast<int64_t>(k), d);
     }
+  }
+  if (fill && dtype == DType::kInt64 && value.is_number_integer()) {
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = value.get<int64_t>();
   }
   return t;
 }
@@ -97,13 +116,27 @@ Status RandomShapeFn(InferContext& c) {
   return Status::OK();
 }
 
+// Bits of precision below 1.0 for each floating dtype.
+int MantissaBits(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return 11;
+    case DType::kBFloat16: return 8;
+    case DType::kFloat32: return 24;
+    default: return 53;
+  }
+}
+
 KernelFn RandomKernel(bool normal) {
   return [normal](KernelContext& k) {
     Tensor& out = k.AllocateOutput(0);
     const uint64_t key = Mix(static_cast<uint64_t>(k.attrs->GetInt("seed"))) ^
                          Mix(static_cast<uint64_t>(k.attrs->GetInt("seed2")) + 0x632be59bd9b4e019ull);
+    // Uniform values lie on the grid j / 2^p (p the dtype's precision): exact in the dtype,
+    // evenly spread, and never 1.0 (TensorFlow's range is [0, 1)).
+    const double grid = std::ldexp(1.0, MantissaBits(out.dtype()));
     const int64_t n = out.num_elements();
     for (int64_t i = 0; i < n; ++i) {
+      if ((i & 0xffff) == 0 && k.cancelled()) return Cancelled();
       double v;
       if (normal) {
         // Box–Muller on two uniforms drawn for this index alone.
@@ -111,15 +144,9 @@ KernelFn RandomKernel(bool normal) {
         const double u2 = UniformAt(key, 2 * static_cast<uint64_t>(i) + 1);
         v = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
       } else {
-        v = UniformAt(key, static_cast<uint64_t>(i));
+        v = std::floor(UniformAt(key, static_cast<uint64_t>(i)) * grid) / grid;
       }
       out.SetFromDouble(i, v);
-    }
-    // Rounding to a narrow type can reach 1.0; TensorFlow's range is [0, 1).
-    if (!normal) {
-      for (int64_t i = 0; i < n; ++i) {
-        if (out.GetAsDouble(i) >= 1.0) out.SetFromDouble(i, 0.0);
-      }
     }
     return Status::OK();
   };
@@ -168,7 +195,7 @@ void RegisterSourceBlocks(OpRegistry& registry) {
                 return InvalidArgument("fed shape " + feed->shape().ToString() + " does not match shape " +
                                        shape.ToString());
               }
-              c.SetOutput(0, PortInfo{dtype, feed->shape(), std::make_shared<const Tensor>(*feed)});
+              c.SetOutput(0, PortInfo{dtype, feed->shape(), std::make_shared<const Tensor>(*feed), /*from_feed=*/true});
               return Status::OK();
             }
             c.SetOutput(0, dtype, shape);

@@ -6,12 +6,14 @@
 #include <limits>
 
 #include "blocks/ops.h"
+#include "blocks/register_blocks.h"
 #include "core/npy.h"
 
 namespace blockflow {
 namespace {
 
 Tensor RunOne(const Scope& root, const Output& fetch, const RunOptions& options = {}) {
+  RegisterBuiltinBlocks();
   std::vector<Tensor> out;
   Status s = ClientSession(root).Run({}, {fetch}, &out, options);
   EXPECT_TRUE(s.ok()) << s.message();
@@ -19,6 +21,7 @@ Tensor RunOne(const Scope& root, const Output& fetch, const RunOptions& options 
 }
 
 std::string RunError(const Scope& root, const Output& fetch) {
+  RegisterBuiltinBlocks();
   std::vector<Tensor> out;
   Status s = ClientSession(root).Run({}, {fetch}, &out);
   EXPECT_FALSE(s.ok());
@@ -150,6 +153,48 @@ TEST(BasicBlocksTest, ConstFromFileAndErrors) {
   EXPECT_NE(RunError(root, frac).find("not an integer"), std::string::npos);
   auto both = root.AddNode("Const", {}, {{"dtype", "int32"}, {"value", {1}}, {"file", "b.npy"}});
   EXPECT_NE(RunError(root, both).find("exactly one of attrs 'value' and 'file'"), std::string::npos);
+}
+
+TEST(BasicBlocksTest, IntegersWrapAndConstRangesAreChecked) {
+  Scope root = Scope::NewRootScope();
+  auto big = ops::Const(root, Tensor::FromVector<int32_t>({2147483647, -2147483647 - 1}));
+  auto one = ops::Const(root, Tensor::FromVector<int32_t>({1, 1}));
+  EXPECT_EQ(Values(RunOne(root, ops::Add(root, big, one))), (std::vector<double>{-2147483648.0, -2147483647.0}));
+  EXPECT_EQ(Values(RunOne(root, ops::Sub(root, big, one))), (std::vector<double>{2147483646.0, 2147483647.0}));
+  auto too_big = root.AddNode("Const", {}, {{"dtype", "int32"}, {"value", {3000000000ll}}});
+  EXPECT_NE(RunError(root, too_big).find("3000000000, which is out of range for int32"), std::string::npos);
+  auto huge_u = root.AddNode("Const", {}, {{"dtype", "int64"}, {"value", {18446744073709551615ull}}});
+  EXPECT_NE(RunError(root, huge_u).find("out of range for int64"), std::string::npos);
+  auto bad_shape = root.AddNode("Const", {}, {{"dtype", "int64"}, {"shape", {18446744073709551615ull}}, {"value", 1}});
+  EXPECT_NE(RunError(root, bad_shape).find("attr 'shape' must be a list of dimensions"), std::string::npos);
+}
+
+TEST(BasicBlocksTest, NonFiniteConstantsSurviveSaveAndLoad) {
+  Scope root = Scope::NewRootScope();
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  auto c = ops::Const(root.WithOpName("c"), Tensor::FromVector<float>({1, nan, inf, -inf}));
+  const std::string json = SerializeGraph(root.graph());
+  EXPECT_NE(json.find(R"("value": [1.0, "nan", "inf", "-inf"])"), std::string::npos) << json;
+  auto loaded = ParseGraphJson(json, "g.json", ".");
+  ASSERT_TRUE(loaded.ok());
+  Session s(*loaded);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(s.Run({}, {"c"}, &out).ok());
+  EXPECT_TRUE(out[0].BitwiseEquals(RunOne(root, c)));
+  EXPECT_TRUE(std::isnan(out[0].GetAsDouble(1)));
+}
+
+TEST(BasicBlocksTest, NarrowUniformNeverPilesUpAtZero) {
+  Scope root = Scope::NewRootScope();
+  auto shape = ops::Const(root, Tensor::FromVector<int32_t>({1 << 16}));
+  for (DType d : {DType::kBFloat16, DType::kFloat16}) {
+    Tensor t = RunOne(root, ops::RandomUniform(root, shape, d, 5));
+    int64_t zeros = 0;
+    for (int64_t i = 0; i < t.num_elements(); ++i) zeros += t.GetAsDouble(i) == 0.0;
+    const double expected = static_cast<double>(t.num_elements()) / (d == DType::kBFloat16 ? 256 : 2048);
+    EXPECT_LT(zeros, 3 * expected + 10) << DTypeName(d);
+    EXPECT_LT(t.Stats().max, 1.0);
+  }
 }
 
 TEST(BasicBlocksTest, HugeTensorsAreErrorsNotCrashes) {

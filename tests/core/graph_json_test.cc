@@ -70,6 +70,14 @@ TEST_F(GraphJsonTest, StructuralErrors) {
        "malformed source \"b:x\""},
       {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a", "op": "Const", "colour": 1}]})",
        "unknown key 'colour'"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a", "op": "Const", "attrs": {"value": [1e999]}}]})",
+       "malformed JSON: number overflow"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "../x", "op": "Const"}]})", "invalid id"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "/abs", "op": "Const"}]})", "invalid id"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a//b", "op": "Const"}]})", "invalid id"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a", "op": "Const", "ui": )" +
+           std::string(100000, '[') + std::string(100000, ']') + "}]}",
+       "nested deeper than 128 levels"},
   };
   for (const Case& c : cases) {
     auto g = ParseGraphJson(c.json, "g.json", ".");
@@ -85,6 +93,10 @@ TEST_F(GraphJsonTest, EndpointsParse) {
   EXPECT_FALSE(Endpoint::Parse("a:").has_value());
   EXPECT_FALSE(Endpoint::Parse("a:-1").has_value());
   EXPECT_EQ((Endpoint{"n", 2}).ToString(), "n:2");
+  EXPECT_TRUE(IsValidNodeId("gradients/conv_grad/Conv2DBackpropFilter"));
+  EXPECT_TRUE(IsValidNodeId("a.b-c_d"));
+  EXPECT_FALSE(IsValidNodeId("a/./b"));
+  EXPECT_FALSE(IsValidNodeId("a/"));
 }
 
 TEST_F(GraphJsonTest, RemoveNodeDropsItsWires) {

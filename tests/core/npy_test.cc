@@ -70,6 +70,9 @@ TEST_F(NpyTest, BadFilesAreErrorsNamingTheFile) {
       {std::string(good).replace(good.find("False"), 5, "Maybe"), "fortran_order must be True or False"},
       {std::string(good).replace(good.find("(3,)"), 4, "(a,)"), "bad shape"},
       {good.substr(0, 12), "truncated header"},
+      {std::string(good).replace(good.find("(3,)"), 4, "(3,,)"), "bad shape"},
+      {std::string(good).replace(good.find("(3,)"), 4, "3   "), "bad shape"},
+      {std::string(good).replace(good.find("(3,)"), 4, "(99999999999999999999,)").substr(0, 0) + "x", "magic"},
   };
   for (const Case& c : cases) {
     std::ofstream(Path("bad.npy"), std::ios::binary) << c.bytes;
@@ -86,6 +89,15 @@ TEST_F(NpyTest, BadFilesAreErrorsNamingTheFile) {
   ASSERT_FALSE(mismatch.ok());
   EXPECT_NE(mismatch.status().message().find("expected float64"), std::string::npos);
   EXPECT_FALSE(ReadNpy(dir_.string()).ok());
+}
+
+TEST_F(NpyTest, BoolBytesAreNormalised) {
+  Tensor b(DType::kBool, Shape{3});
+  std::string bytes = SerializeNpy(b);
+  bytes[bytes.size() - 2] = 7;
+  auto t = ParseNpy(bytes, "b.npy");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(static_cast<const unsigned char*>(t->raw())[1], 1);
 }
 
 TEST_F(NpyTest, ReadsFortranOrder) {

@@ -24,7 +24,7 @@ OpRegistry& TestRegistry() {
       return Status::OK();
     };
     // Waits (up to 5 s) until another Rendezvous is running too; records the concurrency seen.
-    reg->Register(OpSchema("Rendezvous").Input("x", AllDTypes()).Output("y", AllDTypes()).SetShapeFn(same)
+    reg->Register(OpSchema("Rendezvous").SetIsStateful().Input("x", AllDTypes()).Output("y", AllDTypes()).SetShapeFn(same)
                       .SetReferenceKernel([](KernelContext& k) {
                         const int now = ++g_active;
                         int seen = g_max_active.load();
@@ -35,7 +35,7 @@ OpRegistry& TestRegistry() {
                         k.outputs = {k.input(0)};
                         return Status::OK();
                       }));
-    reg->Register(OpSchema("Spin").Input("x", AllDTypes()).Output("y", AllDTypes()).SetShapeFn(same)
+    reg->Register(OpSchema("Spin").SetIsStateful().Input("x", AllDTypes()).Output("y", AllDTypes()).SetShapeFn(same)
                       .SetReferenceKernel([](KernelContext& k) {
                         const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
                         while (!k.cancelled()) {
@@ -44,7 +44,17 @@ OpRegistry& TestRegistry() {
                         }
                         return Cancelled();
                       }));
-    reg->Register(OpSchema("Fail").Input("x", AllDTypes()).Output("y", AllDTypes()).SetShapeFn(same)
+    reg->Register(OpSchema("Split2").Input("x", AllDTypes()).Output("a", AllDTypes()).Output("b", AllDTypes())
+                      .SetShapeFn([](InferContext& c) {
+                        c.SetOutput(0, c.input(0).dtype, c.input(0).shape);
+                        c.SetOutput(1, c.input(0).dtype, c.input(0).shape);
+                        return Status::OK();
+                      })
+                      .SetReferenceKernel([](KernelContext& k) {
+                        k.outputs = {k.input(0), k.input(0)};
+                        return Status::OK();
+                      }));
+    reg->Register(OpSchema("Fail").SetIsStateful().Input("x", AllDTypes()).Output("y", AllDTypes()).SetShapeFn(same)
                       .SetReferenceKernel([](KernelContext&) { return InvalidArgument("boom"); }));
     return reg;
   }();
@@ -96,6 +106,54 @@ TEST(SessionTest, RunsOnlyWhatFetchesNeedInOrder) {
 TEST(SessionTest, DefaultFetchesAreTheSinks) {
   Session s(MakeGraph(kChain), TestRegistry());
   EXPECT_EQ(s.DefaultFetches(), (std::vector<std::string>{"c", "unused"}));
+}
+
+TEST(SessionTest, DefaultFetchesArePerOutput) {
+  Session s(MakeGraph(R"({"id": "a", "op": "Const", "attrs": {"dtype": "float32", "value": [1]}},
+      {"id": "s", "op": "Split2", "inputs": {"x": "a"}},
+      {"id": "i", "op": "Identity", "inputs": {"input": "s"}})"),
+            TestRegistry());
+  EXPECT_EQ(s.DefaultFetches(), (std::vector<std::string>{"s:1", "i"}));
+}
+
+TEST(SessionTest, ACycleFailsEvenWithoutFetches) {
+  Session s(MakeGraph(R"({"id": "a", "op": "Identity", "inputs": {"input": "b"}},
+      {"id": "b", "op": "Identity", "inputs": {"input": "a"}})"),
+            TestRegistry());
+  std::vector<Tensor> out;
+  Status st = s.Run({}, {}, &out);
+  EXPECT_NE(st.message().find("closes a cycle"), std::string::npos) << st.message();
+}
+
+TEST(SessionTest, AFailureStopsRunningSiblings) {
+  Session s(MakeGraph(R"({"id": "a", "op": "Const", "attrs": {"dtype": "float32", "value": [1]}},
+      {"id": "spin", "op": "Spin", "inputs": {"x": "a"}},
+      {"id": "f", "op": "Fail", "inputs": {"x": "a"}})"),
+            TestRegistry());
+  RunOptions opt;
+  opt.max_parallel_nodes = 2;
+  std::vector<Tensor> out;
+  // Without the stop signal Spin would run for 10 s and report "never cancelled".
+  EXPECT_EQ(s.Run({}, {"spin", "f"}, &out, opt).message(), "node 'f' (Fail): boom");
+}
+
+TEST(SessionTest, TheRootCauseIsReported) {
+  Session s(MakeGraph(R"({"id": "t", "op": "Identity", "inputs": {"input": "a"}},
+      {"id": "a", "op": "Const", "attrs": {"dtype": "int32", "value": [1.5]}})"),
+            TestRegistry());
+  std::vector<Tensor> out;
+  EXPECT_NE(s.Run({}, {"t"}, &out).message().find("node 'a' (Const): attr 'value' holds 1.5"), std::string::npos);
+}
+
+TEST(SessionTest, SmallComputedSizesFold) {
+  Session s(MakeGraph(R"({"id": "c", "op": "Const", "attrs": {"dtype": "int32", "value": [2, 3]}},
+      {"id": "dims", "op": "Add", "inputs": {"x": "c", "y": "c"}},
+      {"id": "v", "op": "Const", "attrs": {"dtype": "float32", "shape": [], "value": 1}},
+      {"id": "f", "op": "Fill", "inputs": {"dims": "dims", "value": "v"}})"),
+            TestRegistry());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(s.Run({}, {"f"}, &out).ok());
+  EXPECT_EQ(out[0].shape(), (Shape{4, 6}));
 }
 
 TEST(SessionTest, IndependentNodesRunInParallel) {
