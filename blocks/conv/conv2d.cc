@@ -4,9 +4,14 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "blocks/conv/conv_internal.h"
+
+// The kernels pass 64-byte vectors between always-inlined helpers; GCC's note that this
+// changes the ABI on targets without AVX-512 (-Wpsabi) does not apply to inlined code.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace blockflow::conv {
 namespace {
@@ -41,8 +46,10 @@ void Conv2DReference(const ConvAttrs& a, const ConvGeometry& g, const T* x, cons
               const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
               if (iw < 0 || iw >= g.in_w) continue;
               for (int64_t ci = 0; ci < cig; ++ci) {
-                const Acc xv = static_cast<Acc>(x[ActIndex(a.format, g.in_h, g.in_w, g.in_depth, n, ih, iw, grp * cig + ci)]);
-                const Acc wv = static_cast<Acc>(w[((kh * g.filter_w + kw) * cig + ci) * g.out_depth + co]);
+                const Acc xv = static_cast<Acc>(
+                    x[ActIndex(a.format, g.in_h, g.in_w, g.in_depth, n, ih, iw, grp * cig + ci)]);
+                const Acc wv =
+                    static_cast<Acc>(w[((kh * g.filter_w + kw) * cig + ci) * g.out_depth + co]);
                 acc += xv * wv;
               }
             }
@@ -55,8 +62,8 @@ void Conv2DReference(const ConvAttrs& a, const ConvGeometry& g, const T* x, cons
 //   ih = oh*sh - pt + kh*dh, iw = ow*sw - pl + kw*dw of dy[n, oh, ow, co] * w[kh, kw, ci, co].
 // Written as the scatter of the forward definition into a ComputeT<T> buffer.
 template <typename T>
-void Conv2DBackpropInputReference(const ConvAttrs& a, const ConvGeometry& g, const T* w, const T* dy,
-                                  T* dx) {
+void Conv2DBackpropInputReference(const ConvAttrs& a, const ConvGeometry& g, const T* w,
+                                  const T* dy, T* dx) {
   using Acc = ComputeT<T>;
   const int64_t cig = g.filter_in_depth, cog = g.out_depth / g.groups;
   std::vector<Acc> acc(static_cast<size_t>(g.input_elements()), Acc(0));
@@ -65,7 +72,8 @@ void Conv2DBackpropInputReference(const ConvAttrs& a, const ConvGeometry& g, con
       for (int64_t ow = 0; ow < g.out_w; ++ow)
         for (int64_t co = 0; co < g.out_depth; ++co) {
           const int64_t grp = co / cog;
-          const Acc d = static_cast<Acc>(dy[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, co)]);
+          const Acc d = static_cast<Acc>(
+              dy[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, co)]);
           for (int64_t kh = 0; kh < g.filter_h; ++kh) {
             const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
             if (ih < 0 || ih >= g.in_h) continue;
@@ -73,8 +81,10 @@ void Conv2DBackpropInputReference(const ConvAttrs& a, const ConvGeometry& g, con
               const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
               if (iw < 0 || iw >= g.in_w) continue;
               for (int64_t ci = 0; ci < cig; ++ci) {
-                const Acc wv = static_cast<Acc>(w[((kh * g.filter_w + kw) * cig + ci) * g.out_depth + co]);
-                acc[static_cast<size_t>(ActIndex(a.format, g.in_h, g.in_w, g.in_depth, n, ih, iw, grp * cig + ci))] += d * wv;
+                const Acc wv =
+                    static_cast<Acc>(w[((kh * g.filter_w + kw) * cig + ci) * g.out_depth + co]);
+                acc[static_cast<size_t>(ActIndex(a.format, g.in_h, g.in_w, g.in_depth, n, ih, iw,
+                                                 grp * cig + ci))] += d * wv;
               }
             }
           }
@@ -85,8 +95,8 @@ void Conv2DBackpropInputReference(const ConvAttrs& a, const ConvGeometry& g, con
 // dw[kh, kw, ci, co] = sum_{n, oh, ow} x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, grp*cig + ci]
 //                                     * dy[n, oh, ow, co]
 template <typename T>
-void Conv2DBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g, const T* x, const T* dy,
-                                   T* dw) {
+void Conv2DBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g, const T* x,
+                                   const T* dy, T* dw) {
   using Acc = ComputeT<T>;
   const int64_t cig = g.filter_in_depth, cog = g.out_depth / g.groups;
   std::vector<Acc> acc(static_cast<size_t>(g.filter_elements()), Acc(0));
@@ -95,7 +105,8 @@ void Conv2DBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g, co
       for (int64_t ow = 0; ow < g.out_w; ++ow)
         for (int64_t co = 0; co < g.out_depth; ++co) {
           const int64_t grp = co / cog;
-          const Acc d = static_cast<Acc>(dy[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, co)]);
+          const Acc d = static_cast<Acc>(
+              dy[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, co)]);
           for (int64_t kh = 0; kh < g.filter_h; ++kh) {
             const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
             if (ih < 0 || ih >= g.in_h) continue;
@@ -103,8 +114,10 @@ void Conv2DBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g, co
               const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
               if (iw < 0 || iw >= g.in_w) continue;
               for (int64_t ci = 0; ci < cig; ++ci) {
-                const Acc xv = static_cast<Acc>(x[ActIndex(a.format, g.in_h, g.in_w, g.in_depth, n, ih, iw, grp * cig + ci)]);
-                acc[static_cast<size_t>(((kh * g.filter_w + kw) * cig + ci) * g.out_depth + co)] += xv * d;
+                const Acc xv = static_cast<Acc>(
+                    x[ActIndex(a.format, g.in_h, g.in_w, g.in_depth, n, ih, iw, grp * cig + ci)]);
+                acc[static_cast<size_t>(((kh * g.filter_w + kw) * cig + ci) * g.out_depth + co)] +=
+                    xv * d;
               }
             }
           }
@@ -113,187 +126,472 @@ void Conv2DBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g, co
 }
 
 // ---------------------------------------------------------------------------------------------
-// Optimized kernels: NHWC compute buffers of C (float or double), one output row (n, row) per
-// call, parallel over rows that do not overlap. Inner loops run over contiguous channels.
+// Optimized kernels: NHWC compute buffers of C (float or double), one row per call, parallel
+// over rows that do not overlap. Each op is a small GEMM per filter tap; a register tile of
+// P pixels (or P input channels for the filter gradient) by NV 64-byte vectors of channels
+// accumulates in registers, and channels left over after the last full vector take a plain
+// loop. Taps outside the input read `zeros` instead of branching per element.
 // ---------------------------------------------------------------------------------------------
 
-// Output pixels are processed in tiles of kTile along the row so each filter row loaded from
-// memory feeds kTile pixels.
-constexpr int64_t kTile = 4;
+using internal::VecOf;
 
-// Forward, NHWC: for each output pixel, y[co] = sum over valid taps and ci of x[ci] * w[.., ci, co].
+using internal::IntPair;
+using internal::LoadVec;
+using internal::PairList;
+using internal::ReachingCols;
+using internal::ReachingRows;
+using internal::StoreVec;
+
+// The filter packed for the forward tiles: for each group and each block of L output channels
+// [j, j + L) of the group (j < cog_vec, the channels that fill whole vectors), a contiguous
+// panel [kh, kw, ci, L], so the tile streams it instead of striding by out_depth (which also
+// maps every row of a wide filter to the same L1 set). The HWIO filter follows the panels.
+inline int64_t PanelOffset(const ConvGeometry& g, int64_t vec_width, int64_t grp, int64_t j,
+                           int64_t reduce) {
+  return (grp * vec_width + j) * g.filter_h * g.filter_w * reduce;
+}
+
 template <typename C>
-BF_CONV_INLINE void Conv2DForwardRow(const ConvGeometry& g, const C* __restrict x, const C* __restrict w,
-                                     C* __restrict y, int64_t n, int64_t oh) {
+void PackForwardFilter(const ConvGeometry& g, const C* w, std::vector<C>* out) {
+  constexpr int64_t L = 64 / sizeof(C);
+  const int64_t taps = g.filter_h * g.filter_w, cig = g.filter_in_depth, co_all = g.out_depth;
+  const int64_t cog = co_all / g.groups, cog_vec = cog - cog % L;
+  const int64_t packed = g.groups * cog_vec * taps * cig;
+  out->resize(static_cast<size_t>(packed + taps * cig * co_all));
+  C* o = out->data();
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t j = 0; j < cog_vec; j += L) {
+      C* panel = o + PanelOffset(g, cog_vec, grp, j, cig);
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t ci = 0; ci < cig; ++ci)
+          for (int64_t l = 0; l < L; ++l)
+            panel[(t * cig + ci) * L + l] = w[(t * cig + ci) * co_all + grp * cog + j + l];
+    }
+  std::copy(w, w + taps * cig * co_all, o + packed);
+}
+
+// Forward, output channels [grp*cog + j0, + NV*L) of one output row:
+// y[ow, co] = sum over valid (kh, kw) and ci of x[iw(ow, kw), grp*cig + ci] * w[kh, kw, ci, co],
+// the filter read from its packed panels `wp`.
+template <typename C, int P, int NV>
+BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
+                                 const C* __restrict wp, C* __restrict y, int64_t n, int64_t oh,
+                                 const C* zeros, int64_t grp, int64_t j0) {
+  using Vec = typename VecOf<C>::type;
+  constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
-  const int64_t groups = g.groups, cog = co_all / groups;
-  C* __restrict yrow = y + (n * g.out_h + oh) * g.out_w * co_all;
-  for (int64_t i = 0; i < g.out_w * co_all; ++i) yrow[i] = C(0);
-  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-    const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-    if (ih < 0 || ih >= g.in_h) continue;
-    const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all;
-    for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-      const C* wtap = w + (kh * g.filter_w + kw) * cig * co_all;
-      // Output columns whose tap kw lands inside the input: ow in [ow0, ow1).
-      const int64_t off = g.pad_left - kw * g.dilation_w;  // iw = ow*sw - off
-      int64_t ow0 = off > 0 ? (off + g.stride_w - 1) / g.stride_w : 0;
-      int64_t ow1 = std::min<int64_t>(g.out_w, (g.in_w - 1 + off) / g.stride_w + 1);
-      if (g.in_w - 1 + off < 0) ow1 = 0;
-      int64_t ow = ow0;
-      for (; ow + kTile <= ow1; ow += kTile) {
-        const C* xp[kTile];
-        C* yp[kTile];
-        for (int64_t t = 0; t < kTile; ++t) {
-          xp[t] = xrow + ((ow + t) * g.stride_w - off) * ci_all;
-          yp[t] = yrow + (ow + t) * co_all;
+  const int64_t cog = co_all / g.groups, cog_vec = cog - cog % L, co0 = grp * cog + j0;
+  C* yrow = y + (n * g.out_h + oh) * g.out_w * co_all;
+  const C* panel[NV];
+  for (int k = 0; k < NV; ++k) panel[k] = wp + PanelOffset(g, cog_vec, grp, j0 + k * L, cig);
+  for (int64_t ow0 = 0; ow0 < g.out_w; ow0 += P) {
+    Vec acc[P][NV];
+    for (int p = 0; p < P; ++p)
+      for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+    for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+      const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+      if (ih < 0 || ih >= g.in_h) continue;
+      const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
+      for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+        const int64_t off = g.pad_left - kw * g.dilation_w;
+        const C* xp[P];
+        for (int p = 0; p < P; ++p) {
+          const int64_t ow = ow0 + p, iw = ow * g.stride_w - off;
+          xp[p] = (ow < g.out_w && iw >= 0 && iw < g.in_w) ? xrow + iw * ci_all : zeros;
         }
-        for (int64_t grp = 0; grp < groups; ++grp) {
-          for (int64_t ci = 0; ci < cig; ++ci) {
-            const C* __restrict wr = wtap + ci * co_all + grp * cog;
-            const int64_t c = grp * cig + ci;
-            const C x0 = xp[0][c], x1 = xp[1][c], x2 = xp[2][c], x3 = xp[3][c];
-            C* __restrict y0 = yp[0] + grp * cog;
-            C* __restrict y1 = yp[1] + grp * cog;
-            C* __restrict y2 = yp[2] + grp * cog;
-            C* __restrict y3 = yp[3] + grp * cog;
-            for (int64_t j = 0; j < cog; ++j) {
-              const C wv = wr[j];
-              y0[j] += x0 * wv;
-              y1[j] += x1 * wv;
-              y2[j] += x2 * wv;
-              y3[j] += x3 * wv;
+        const int64_t tap = kh * g.filter_w + kw;
+        const C* wk[NV];
+        for (int k = 0; k < NV; ++k) wk[k] = panel[k] + tap * cig * L;
+        for (int64_t ci = 0; ci < cig; ++ci) {
+          Vec wv[NV];
+          for (int k = 0; k < NV; ++k) wv[k] = LoadVec(wk[k] + ci * L);
+          for (int p = 0; p < P; ++p) {
+            const C s = xp[p][ci];
+            for (int k = 0; k < NV; ++k) acc[p][k] += wv[k] * s;
+          }
+        }
+      }
+    }
+    for (int p = 0; p < P && ow0 + p < g.out_w; ++p)
+      for (int k = 0; k < NV; ++k) StoreVec(yrow + (ow0 + p) * co_all + co0 + k * L, acc[p][k]);
+  }
+}
+
+// Forward for the output channels [grp*cog + j0, grp*cog + cog) the vector tiles leave over.
+template <typename C>
+BF_CONV_INLINE void ForwardRest(const ConvGeometry& g, const C* __restrict x, const C* __restrict w,
+                                C* __restrict y, int64_t n, int64_t oh, int64_t grp, int64_t j0) {
+  const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
+  const int64_t cog = co_all / g.groups, co0 = grp * cog;
+  for (int64_t ow = 0; ow < g.out_w; ++ow) {
+    C* __restrict yp = y + ((n * g.out_h + oh) * g.out_w + ow) * co_all + co0;
+    for (int64_t j = j0; j < cog; ++j) yp[j] = C(0);
+    for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+      const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+      if (ih < 0 || ih >= g.in_h) continue;
+      for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+        const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+        if (iw < 0 || iw >= g.in_w) continue;
+        const C* __restrict xp = x + ((n * g.in_h + ih) * g.in_w + iw) * ci_all + grp * cig;
+        const C* wp = w + (kh * g.filter_w + kw) * cig * co_all + co0;
+        for (int64_t ci = 0; ci < cig; ++ci) {
+          const C s = xp[ci];
+          const C* __restrict wr = wp + ci * co_all;
+          for (int64_t j = j0; j < cog; ++j) yp[j] += s * wr[j];
+        }
+      }
+    }
+  }
+}
+
+template <typename C, int P, int NV>
+BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* x, const C* w, C* y, int64_t n,
+                                int64_t oh, const C* zeros, IntPair* scratch) {
+  constexpr int64_t L = 64 / sizeof(C);
+  const int64_t cog = g.out_depth / g.groups, cog_vec = cog - cog % L;
+  // `w` is PackForwardFilter's buffer: the panels, then the HWIO filter.
+  const C* hwio = w + g.groups * cog_vec * g.filter_h * g.filter_w * g.filter_in_depth;
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    int64_t j = 0;
+    for (; j + NV * L <= cog; j += NV * L) ForwardTiles<C, P, NV>(g, x, w, y, n, oh, zeros, grp, j);
+    for (; j + L <= cog; j += L) ForwardTiles<C, P, 1>(g, x, w, y, n, oh, zeros, grp, j);
+    if (j < cog) ForwardRest<C>(g, x, hwio, y, n, oh, grp, j);
+  }
+}
+
+// Input gradient, input channels [grp*cig + j0, + NV*L) of one input row. Input columns are
+// visited by stride phase r (iw = r + sw*t) so that a tap kw reaches either every column of
+// a tile or none: dx[iw, ci] = sum over reaching (kh, kw) and co in grp of
+// dy[ow, co] * w[kh, kw, ci, co], the filter read from its packed panels `wp`.
+template <typename C, int P, int NV>
+BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restrict wp,
+                                       const C* __restrict dy, C* __restrict dx, int64_t n,
+                                       int64_t ih, const C* zeros, IntPair* scratch, int64_t grp,
+                                       int64_t j0) {
+  using Vec = typename VecOf<C>::type;
+  constexpr int L = sizeof(Vec) / sizeof(C);
+  const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
+  const int64_t cog = co_all / g.groups, cig_vec = cig - cig % L;
+  const C* panel[NV];
+  for (int k = 0; k < NV; ++k) panel[k] = wp + PanelOffset(g, cig_vec, grp, j0 + k * L, cog);
+  C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig + j0;
+  // The taps that reach this row, and per column phase the taps that reach it, resolved once
+  // here: integer division per tile would cost more than the tile's arithmetic.
+  PairList rows_kh(scratch), cols_kw(scratch + g.filter_h);
+  ReachingRows(g, ih, &rows_kh);
+  for (int64_t r = 0; r < g.stride_w && r < g.in_w; ++r) {
+    const int64_t count = (g.in_w - r + g.stride_w - 1) / g.stride_w;
+    ReachingCols(g, r, &cols_kw);
+    for (int64_t t0 = 0; t0 < count; t0 += P) {
+      Vec acc[P][NV];
+      for (int p = 0; p < P; ++p)
+        for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+      for (const auto& [kh, oh] : rows_kh) {
+        const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all + grp * cog;
+        for (const auto& [kw, ow_t0] : cols_kw) {
+          const int64_t ow_base = ow_t0 + t0;
+          const C* dyp[P];
+          for (int p = 0; p < P; ++p) {
+            const int64_t ow = ow_base + p;
+            dyp[p] = (t0 + p < count && ow >= 0 && ow < g.out_w) ? dyrow + ow * co_all : zeros;
+          }
+          const int64_t tap = kh * g.filter_w + kw;
+          const C* wk[NV];
+          for (int k = 0; k < NV; ++k) wk[k] = panel[k] + tap * cog * L;
+          for (int64_t j = 0; j < cog; ++j) {
+            Vec wv[NV];
+            for (int k = 0; k < NV; ++k) wv[k] = LoadVec(wk[k] + j * L);
+            for (int p = 0; p < P; ++p) {
+              const C s = dyp[p][j];
+              for (int k = 0; k < NV; ++k) acc[p][k] += wv[k] * s;
             }
           }
         }
       }
-      for (; ow < ow1; ++ow) {
-        const C* xp = xrow + (ow * g.stride_w - off) * ci_all;
-        C* yp = yrow + ow * co_all;
-        for (int64_t grp = 0; grp < groups; ++grp) {
-          for (int64_t ci = 0; ci < cig; ++ci) {
-            const C* __restrict wr = wtap + ci * co_all + grp * cog;
-            const C xv = xp[grp * cig + ci];
-            C* __restrict yg = yp + grp * cog;
-            for (int64_t j = 0; j < cog; ++j) yg[j] += xv * wr[j];
-          }
+      for (int p = 0; p < P && t0 + p < count; ++p)
+        for (int k = 0; k < NV; ++k)
+          StoreVec(dxrow + (r + g.stride_w * (t0 + p)) * ci_all + k * L, acc[p][k]);
+    }
+  }
+}
+
+// Input gradient for the input channels [grp*cig + j0, grp*cig + cig) the tiles leave over.
+template <typename C>
+BF_CONV_INLINE void BackpropInputRest(const ConvGeometry& g, const C* __restrict wt,
+                                      const C* __restrict dy, C* __restrict dx, int64_t n,
+                                      int64_t ih, int64_t grp, int64_t j0) {
+  const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
+  const int64_t cog = co_all / g.groups;
+  for (int64_t iw = 0; iw < g.in_w; ++iw) {
+    C* __restrict dxp = dx + ((n * g.in_h + ih) * g.in_w + iw) * ci_all + grp * cig;
+    for (int64_t ci = j0; ci < cig; ++ci) dxp[ci] = C(0);
+    for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+      const int64_t th = ih + g.pad_top - kh * g.dilation_h;
+      if (th < 0 || th % g.stride_h != 0 || th / g.stride_h >= g.out_h) continue;
+      for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+        const int64_t tw = iw + g.pad_left - kw * g.dilation_w;
+        if (tw < 0 || tw % g.stride_w != 0 || tw / g.stride_w >= g.out_w) continue;
+        const C* __restrict dyp =
+            dy + ((n * g.out_h + th / g.stride_h) * g.out_w + tw / g.stride_w) * co_all + grp * cog;
+        const C* wp = wt + ((kh * g.filter_w + kw) * co_all + grp * cog) * cig;
+        for (int64_t j = 0; j < cog; ++j) {
+          const C s = dyp[j];
+          const C* __restrict wr = wp + j * cig;
+          for (int64_t ci = j0; ci < cig; ++ci) dxp[ci] += s * wr[ci];
         }
       }
     }
   }
 }
 
-// Input gradient, NHWC, gather form over one input row: for each input pixel,
-// dx[grp*cig + ci] = sum over taps that reach it and co in grp of dy[co] * wt[kh, kw, co, ci],
-// where wt is the filter with its last two dims swapped so the inner loop runs over ci.
+// Input gradient for few input channels per group (fewer than a vector) and many output
+// channels: dot products over contiguous co of dy and the filter in its HWIO layout `w`.
+// dx[iw, grp*cig + ci] = sum over reaching (kh, kw) of sum_co dy[ow, co] * w[kh, kw, ci, co].
 template <typename C>
-BF_CONV_INLINE void Conv2DBackpropInputRow(const ConvGeometry& g, const C* __restrict wt,
-                                           const C* __restrict dy, C* __restrict dx, int64_t n, int64_t ih) {
+BF_CONV_INLINE void BackpropInputDot(const ConvGeometry& g, const C* __restrict w,
+                                     const C* __restrict dy, C* __restrict dx, int64_t n,
+                                     int64_t ih, IntPair* scratch, int64_t grp, int64_t j0) {
+  using Vec = typename VecOf<C>::type;
+  constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
-  const int64_t groups = g.groups, cog = co_all / groups;
-  C* __restrict dxrow = dx + (n * g.in_h + ih) * g.in_w * ci_all;
-  for (int64_t i = 0; i < g.in_w * ci_all; ++i) dxrow[i] = C(0);
-  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-    const int64_t t = ih + g.pad_top - kh * g.dilation_h;
-    if (t < 0 || t % g.stride_h != 0) continue;
-    const int64_t oh = t / g.stride_h;
-    if (oh >= g.out_h) continue;
-    const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all;
-    for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-      const C* wtap = wt + (kh * g.filter_w + kw) * co_all * cig;
-      for (int64_t iw = 0; iw < g.in_w; ++iw) {
-        const int64_t u = iw + g.pad_left - kw * g.dilation_w;
-        if (u < 0 || u % g.stride_w != 0) continue;
-        const int64_t ow = u / g.stride_w;
-        if (ow >= g.out_w) continue;
-        const C* __restrict dyp = dyrow + ow * co_all;
-        C* __restrict dxp = dxrow + iw * ci_all;
-        for (int64_t grp = 0; grp < groups; ++grp) {
-          C* __restrict dg = dxp + grp * cig;
-          for (int64_t j = 0; j < cog; ++j) {
-            const int64_t co = grp * cog + j;
-            const C d = dyp[co];
-            const C* __restrict wr = wtap + co * cig;
-            for (int64_t ci = 0; ci < cig; ++ci) dg[ci] += d * wr[ci];
-          }
+  const int64_t cog = co_all / g.groups, co0 = grp * cog, nvec = cog / L;
+  // The reaching taps, resolved without division per pixel: rows once, columns per stride
+  // phase, and per column the (dy pixel offset, filter tap) pairs.
+  PairList rows(scratch), cols(scratch + g.filter_h), taps(scratch + g.filter_h + g.filter_w);
+  ReachingRows(g, ih, &rows);
+  for (int64_t r = 0; r < g.stride_w && r < g.in_w; ++r) {
+    ReachingCols(g, r, &cols);
+    for (int64_t iw = r, t = 0; iw < g.in_w; iw += g.stride_w, ++t) {
+      C* __restrict dxp = dx + ((n * g.in_h + ih) * g.in_w + iw) * ci_all + grp * cig;
+      taps.clear();
+      for (const auto& [kh, oh] : rows) {
+        for (const auto& [kw, ow_t0] : cols) {
+          const int64_t ow = ow_t0 + t;
+          if (ow < 0 || ow >= g.out_w) continue;
+          taps.add(((n * g.out_h + oh) * g.out_w + ow) * co_all + co0, kh * g.filter_w + kw);
         }
+      }
+      for (int64_t ci = j0; ci < cig; ++ci) {
+        // Four independent accumulators, so the fused multiply-adds do not wait on each other.
+        Vec a0 = Vec{}, a1 = Vec{}, a2 = Vec{}, a3 = Vec{};
+        C rest = 0;
+        for (const auto& [dy_offset, tap] : taps) {
+          const C* dyp = dy + dy_offset;
+          const C* wr = w + (tap * cig + ci) * co_all + co0;
+          int64_t v = 0;
+          for (; v + 4 <= nvec; v += 4) {
+            a0 += LoadVec(dyp + v * L) * LoadVec(wr + v * L);
+            a1 += LoadVec(dyp + (v + 1) * L) * LoadVec(wr + (v + 1) * L);
+            a2 += LoadVec(dyp + (v + 2) * L) * LoadVec(wr + (v + 2) * L);
+            a3 += LoadVec(dyp + (v + 3) * L) * LoadVec(wr + (v + 3) * L);
+          }
+          for (; v < nvec; ++v) a0 += LoadVec(dyp + v * L) * LoadVec(wr + v * L);
+          for (int64_t j = nvec * L; j < cog; ++j) rest += dyp[j] * wr[j];
+        }
+        const Vec sum = (a0 + a1) + (a2 + a3);
+        C lanes[L];
+        __builtin_memcpy(lanes, &sum, sizeof sum);
+        for (int width = L / 2; width >= 1; width /= 2)  // a tree: log2(L) dependent adds
+          for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+        dxp[ci] = rest + lanes[0];
       }
     }
   }
 }
 
-// Filter gradient, NHWC, one output row into a private partial sum `dw` [fh, fw, cig, co]:
-// dw[kh, kw, ci, co] += x[n, ih, iw, grp*cig + ci] * dy[n, oh, ow, co].
-template <typename C>
-BF_CONV_INLINE void Conv2DBackpropFilterRow(const ConvGeometry& g, const C* __restrict x,
-                                            const C* __restrict dy, C* __restrict dw, int64_t n, int64_t oh) {
+template <typename C, int P, int NV>
+BF_CONV_INLINE void BackpropInputRowT(const ConvGeometry& g, const C* w, const C* dy, C* dx,
+                                      int64_t n, int64_t ih, const C* zeros, IntPair* scratch) {
+  constexpr int64_t L = 64 / sizeof(C);
+  const int64_t cig = g.filter_in_depth, cog = g.out_depth / g.groups, cig_vec = cig - cig % L;
+  // `w` is the buffer Conv2DBackpropInputOptimized builds: panels, transposed filter, HWIO.
+  const int64_t fsize = g.filter_h * g.filter_w * cig * g.out_depth;
+  const C* wt = w + g.groups * cig_vec * g.filter_h * g.filter_w * cog;
+  const C* hwio = wt + fsize;
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    int64_t j = 0;
+    for (; j + NV * L <= cig; j += NV * L)
+      BackpropInputTiles<C, P, NV>(g, w, dy, dx, n, ih, zeros, scratch, grp, j);
+    for (; j + L <= cig; j += L)
+      BackpropInputTiles<C, P, 1>(g, w, dy, dx, n, ih, zeros, scratch, grp, j);
+    if (j < cig && cog >= L) {
+      BackpropInputDot<C>(g, hwio, dy, dx, n, ih, scratch, grp, j);
+    } else if (j < cig) {
+      BackpropInputRest<C>(g, wt, dy, dx, n, ih, grp, j);
+    }
+  }
+}
+
+// Filter gradient of one output row, output channels [grp*cog + j0, + NV*L), into the private
+// partial sum dw [fh, fw, cig, co]: dw[kh, kw, ci, co] += sum over ow of
+// x[iw(ow, kw), grp*cig + ci] * dy[ow, co], P input channels at a time.
+template <typename C, int P, int NV>
+BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restrict x,
+                                        const C* __restrict dy, C* __restrict dw, int64_t n,
+                                        int64_t oh, int64_t grp, int64_t j0) {
+  using Vec = typename VecOf<C>::type;
+  constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
-  const int64_t groups = g.groups, cog = co_all / groups;
-  const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all;
+  const int64_t co0 = grp * (co_all / g.groups) + j0;
+  const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all + co0;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
     const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
     if (ih < 0 || ih >= g.in_h) continue;
-    const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all;
+    const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-      C* dwtap = dw + (kh * g.filter_w + kw) * cig * co_all;
       const int64_t off = g.pad_left - kw * g.dilation_w;
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int64_t iw = ow * g.stride_w - off;
-        if (iw < 0 || iw >= g.in_w) continue;
-        const C* __restrict xp = xrow + iw * ci_all;
-        const C* __restrict dyp = dyrow + ow * co_all;
-        for (int64_t grp = 0; grp < groups; ++grp) {
-          const C* __restrict dyg = dyp + grp * cog;
-          for (int64_t ci = 0; ci < cig; ++ci) {
-            const C xv = xp[grp * cig + ci];
-            C* __restrict dr = dwtap + ci * co_all + grp * cog;
-            for (int64_t j = 0; j < cog; ++j) dr[j] += xv * dyg[j];
+      const int64_t ow0 = off > 0 ? (off + g.stride_w - 1) / g.stride_w : 0;
+      const int64_t ow1 = (g.in_w - 1 + off < 0)
+                              ? 0
+                              : std::min<int64_t>(g.out_w, (g.in_w - 1 + off) / g.stride_w + 1);
+      if (ow0 >= ow1) continue;
+      C* dwt = dw + (kh * g.filter_w + kw) * cig * co_all + co0;
+      int64_t ci0 = 0;
+      for (; ci0 + P <= cig; ci0 += P) {
+        Vec acc[P][NV];
+        for (int p = 0; p < P; ++p)
+          for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+        for (int64_t ow = ow0; ow < ow1; ++ow) {
+          const C* xp = xrow + (ow * g.stride_w - off) * ci_all + ci0;
+          Vec dv[NV];
+          for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dyrow + ow * co_all + k * L);
+          for (int p = 0; p < P; ++p) {
+            const C s = xp[p];
+            for (int k = 0; k < NV; ++k) acc[p][k] += dv[k] * s;
           }
+        }
+        for (int p = 0; p < P; ++p)
+          for (int k = 0; k < NV; ++k) {
+            C* d = dwt + (ci0 + p) * co_all + k * L;
+            StoreVec(d, LoadVec(d) + acc[p][k]);
+          }
+      }
+      for (; ci0 < cig; ++ci0) {
+        Vec acc[NV];
+        for (int k = 0; k < NV; ++k) acc[k] = Vec{};
+        for (int64_t ow = ow0; ow < ow1; ++ow) {
+          const C s = xrow[(ow * g.stride_w - off) * ci_all + ci0];
+          for (int k = 0; k < NV; ++k) acc[k] += LoadVec(dyrow + ow * co_all + k * L) * s;
+        }
+        for (int k = 0; k < NV; ++k) {
+          C* d = dwt + ci0 * co_all + k * L;
+          StoreVec(d, LoadVec(d) + acc[k]);
         }
       }
     }
   }
 }
 
-// Non-template, ISA-cloned entry points: one call per row keeps the dispatch cost negligible.
-BF_CONV_CLONES void ForwardRowF(const ConvGeometry& g, const float* x, const float* w, float* y, int64_t n, int64_t r) {
-  Conv2DForwardRow<float>(g, x, w, y, n, r);
+// Filter gradient for the output channels [grp*cog + j0, grp*cog + cog) the tiles leave over.
+template <typename C>
+BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restrict x,
+                                       const C* __restrict dy, C* __restrict dw, int64_t n,
+                                       int64_t oh, int64_t grp, int64_t j0) {
+  const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
+  const int64_t cog = co_all / g.groups, co0 = grp * cog;
+  const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all + co0;
+  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+    const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+    if (ih < 0 || ih >= g.in_h) continue;
+    const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
+    for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+      C* dwt = dw + (kh * g.filter_w + kw) * cig * co_all + co0;
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+        if (iw < 0 || iw >= g.in_w) continue;
+        const C* __restrict xp = xrow + iw * ci_all;
+        const C* __restrict dyp = dyrow + ow * co_all;
+        for (int64_t ci = 0; ci < cig; ++ci) {
+          const C s = xp[ci];
+          C* __restrict dr = dwt + ci * co_all;
+          for (int64_t j = j0; j < cog; ++j) dr[j] += s * dyp[j];
+        }
+      }
+    }
+  }
 }
-BF_CONV_CLONES void ForwardRowD(const ConvGeometry& g, const double* x, const double* w, double* y, int64_t n, int64_t r) {
-  Conv2DForwardRow<double>(g, x, w, y, n, r);
+
+template <typename C, int P, int NV>
+BF_CONV_INLINE void BackpropFilterRowT(const ConvGeometry& g, const C* x, const C* dy, C* dw,
+                                       int64_t n, int64_t oh, const C* /*zeros*/,
+                                       IntPair* scratch) {
+  constexpr int64_t L = 64 / sizeof(C);
+  const int64_t cog = g.out_depth / g.groups;
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    int64_t j = 0;
+    for (; j + NV * L <= cog; j += NV * L)
+      BackpropFilterTiles<C, P, NV>(g, x, dy, dw, n, oh, grp, j);
+    for (; j + L <= cog; j += L) BackpropFilterTiles<C, P, 1>(g, x, dy, dw, n, oh, grp, j);
+    if (j < cog) BackpropFilterRest<C>(g, x, dy, dw, n, oh, grp, j);
+  }
 }
-BF_CONV_CLONES void BackpropInputRowF(const ConvGeometry& g, const float* wt, const float* dy, float* dx, int64_t n, int64_t r) {
-  Conv2DBackpropInputRow<float>(g, wt, dy, dx, n, r);
-}
-BF_CONV_CLONES void BackpropInputRowD(const ConvGeometry& g, const double* wt, const double* dy, double* dx, int64_t n, int64_t r) {
-  Conv2DBackpropInputRow<double>(g, wt, dy, dx, n, r);
-}
-BF_CONV_CLONES void BackpropFilterRowF(const ConvGeometry& g, const float* x, const float* dy, float* dw, int64_t n, int64_t r) {
-  Conv2DBackpropFilterRow<float>(g, x, dy, dw, n, r);
-}
-BF_CONV_CLONES void BackpropFilterRowD(const ConvGeometry& g, const double* x, const double* dy, double* dw, int64_t n, int64_t r) {
-  Conv2DBackpropFilterRow<double>(g, x, dy, dw, n, r);
-}
-inline void ForwardRow(const ConvGeometry& g, const float* x, const float* w, float* y, int64_t n, int64_t r) { ForwardRowF(g, x, w, y, n, r); }
-inline void ForwardRow(const ConvGeometry& g, const double* x, const double* w, double* y, int64_t n, int64_t r) { ForwardRowD(g, x, w, y, n, r); }
-inline void BackpropInputRow(const ConvGeometry& g, const float* wt, const float* dy, float* dx, int64_t n, int64_t r) { BackpropInputRowF(g, wt, dy, dx, n, r); }
-inline void BackpropInputRow(const ConvGeometry& g, const double* wt, const double* dy, double* dx, int64_t n, int64_t r) { BackpropInputRowD(g, wt, dy, dx, n, r); }
-inline void BackpropFilterRow(const ConvGeometry& g, const float* x, const float* dy, float* dw, int64_t n, int64_t r) { BackpropFilterRowF(g, x, dy, dw, n, r); }
-inline void BackpropFilterRow(const ConvGeometry& g, const double* x, const double* dy, double* dw, int64_t n, int64_t r) { BackpropFilterRowD(g, x, dy, dw, n, r); }
+
+// One row function per (op, type, ISA). AVX-512 keeps 4 x 2 zmm accumulators; AVX2 and the
+// baseline 4 x 1 64-byte vectors (8 ymm / 16 xmm).
+template <typename C>
+using RowFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t, const C*,
+                       IntPair*);
+
+#define BF_CONV_ROW_FNS(Name, Impl, C)                                                           \
+  BF_TARGET_AVX512 void Name##Avx512(const ConvGeometry& g, const C* a, const C* b, C* c,        \
+                                     int64_t n, int64_t r, const C* z, IntPair* sc) {            \
+    Impl<C, 4, 2>(g, a, b, c, n, r, z, sc);                                                      \
+  }                                                                                              \
+  BF_TARGET_AVX2 void Name##Avx2(const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, \
+                                 int64_t r, const C* z, IntPair* sc) {                           \
+    Impl<C, 4, 1>(g, a, b, c, n, r, z, sc);                                                      \
+  }                                                                                              \
+  void Name##Base(const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, int64_t r,     \
+                  const C* z, IntPair* sc) {                                                     \
+    Impl<C, 4, 1>(g, a, b, c, n, r, z, sc);                                                      \
+  }                                                                                              \
+  RowFn<C> Name##Select(C) {                                                                     \
+    switch (internal::ActiveIsa()) {                                                             \
+      case internal::Isa::kAvx512:                                                               \
+        return Name##Avx512;                                                                     \
+      case internal::Isa::kAvx2:                                                                 \
+        return Name##Avx2;                                                                       \
+      default:                                                                                   \
+        return Name##Base;                                                                       \
+    }                                                                                            \
+  }
+
+BF_CONV_ROW_FNS(ForwardRowF, ForwardRowT, float)
+BF_CONV_ROW_FNS(ForwardRowD, ForwardRowT, double)
+BF_CONV_ROW_FNS(BackpropInputRowF, BackpropInputRowT, float)
+BF_CONV_ROW_FNS(BackpropInputRowD, BackpropInputRowT, double)
+BF_CONV_ROW_FNS(BackpropFilterRowF, BackpropFilterRowT, float)
+BF_CONV_ROW_FNS(BackpropFilterRowD, BackpropFilterRowT, double)
+#undef BF_CONV_ROW_FNS
+
+RowFn<float> SelectForward(float) { return ForwardRowFSelect(float{}); }
+RowFn<double> SelectForward(double) { return ForwardRowDSelect(double{}); }
+RowFn<float> SelectBackpropInput(float) { return BackpropInputRowFSelect(float{}); }
+RowFn<double> SelectBackpropInput(double) { return BackpropInputRowDSelect(double{}); }
+RowFn<float> SelectBackpropFilter(float) { return BackpropFilterRowFSelect(float{}); }
+RowFn<double> SelectBackpropFilter(double) { return BackpropFilterRowDSelect(double{}); }
 
 template <typename T>
-void Conv2DOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& input, const Tensor& filter,
-                     Tensor* output, int num_threads) {
+void Conv2DOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
+                     const Tensor& filter, Tensor* output, int num_threads) {
   using C = ComputeT<T>;
   std::vector<C> xbuf, wbuf, ybuf;
-  const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf, num_threads);
+  const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
+                                      num_threads);
   const C* w = internal::ToCompute<T, C>(filter, &wbuf);
+  std::vector<C> packed;
+  PackForwardFilter(g, w, &packed);
   C* y = internal::OutputBuffer<T, C>(output, a.format, &ybuf);
+  const std::vector<C> zeros(static_cast<size_t>(g.in_depth), C(0));
+  const RowFn<C> row = SelectForward(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.filter_in_depth * g.out_depth;
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, rows * row_cost, 1 << 15)) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) ForwardRow(g, x, w, y, r / g.out_h, r % g.out_h);
-  internal::StoreNHWC<T, C>(y, output, a.format, g.batch, g.out_h, g.out_w, g.out_depth, num_threads);
+#pragma omp parallel for num_threads(ThreadsFor(num_threads, rows* row_cost, 1 << 15)) \
+    schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    row(g, x, packed.data(), y, r / g.out_h, r % g.out_h, zeros.data(), nullptr);
+  internal::StoreNHWC<T, C>(y, output, a.format, g.batch, g.out_h, g.out_w, g.out_depth,
+                            num_threads);
 }
 
 template <typename T>
@@ -301,37 +599,64 @@ void Conv2DBackpropInputOptimized(const ConvAttrs& a, const ConvGeometry& g, con
                                   const Tensor& out_backprop, Tensor* input_grad, int num_threads) {
   using C = ComputeT<T>;
   std::vector<C> dybuf, dxbuf;
-  const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w, g.out_depth, &dybuf,
-                                       num_threads);
-  // wt[kh, kw, co, ci] = w[kh, kw, ci, co]: the inner loop then runs over contiguous ci.
+  const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
+                                       g.out_depth, &dybuf, num_threads);
+  // Three copies of the filter in one buffer: panels [grp][ci block of L][kh, kw, co, L] for
+  // the vector tiles (the inner loops then stream them), wt[kh, kw, co, ci] = w[kh, kw, ci, co]
+  // for the plain loops, and the HWIO filter for the dot-product path (few input channels).
   const T* w = filter.data<T>();
+  constexpr int64_t L = 64 / sizeof(C);
   const int64_t taps = g.filter_h * g.filter_w, cig = g.filter_in_depth, co_all = g.out_depth;
-  std::vector<C> wt(static_cast<size_t>(taps * cig * co_all));
+  const int64_t cog = co_all / g.groups, cig_vec = cig - cig % L;
+  const int64_t fsize = taps * cig * co_all, packed = g.groups * cig_vec * taps * cog;
+  std::vector<C> wt(static_cast<size_t>(packed + 2 * fsize));
   for (int64_t tap = 0; tap < taps; ++tap)
     for (int64_t ci = 0; ci < cig; ++ci)
-      for (int64_t co = 0; co < co_all; ++co)
-        wt[static_cast<size_t>((tap * co_all + co) * cig + ci)] =
-            internal::Widen<C>(w[(tap * cig + ci) * co_all + co]);
+      for (int64_t co = 0; co < co_all; ++co) {
+        const C v = internal::Widen<C>(w[(tap * cig + ci) * co_all + co]);
+        const int64_t grp = co / cog, j = co % cog;
+        if (ci < cig_vec) {
+          const int64_t block = ci - ci % L;
+          wt[static_cast<size_t>(PanelOffset(g, cig_vec, grp, block, cog) + (tap * cog + j) * L +
+                                 ci % L)] = v;
+        }
+        wt[static_cast<size_t>(packed + (tap * co_all + co) * cig + ci)] = v;
+        wt[static_cast<size_t>(packed + fsize + (tap * cig + ci) * co_all + co)] = v;
+      }
   C* dx = internal::OutputBuffer<T, C>(input_grad, a.format, &dxbuf);
+  const std::vector<C> zeros(static_cast<size_t>(co_all), C(0));
+  const RowFn<C> row = SelectBackpropInput(C{});
   const int64_t rows = g.batch * g.in_h;
-  const int64_t row_cost = g.in_w * g.filter_h * g.filter_w * cig * co_all / (g.stride_h * g.stride_w) + g.in_w;
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, rows * row_cost, 1 << 15)) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) BackpropInputRow(g, wt.data(), dy, dx, r / g.in_h, r % g.in_h);
-  internal::StoreNHWC<T, C>(dx, input_grad, a.format, g.batch, g.in_h, g.in_w, g.in_depth, num_threads);
+  const int64_t row_cost =
+      g.in_w * g.filter_h * g.filter_w * cig * co_all / (g.stride_h * g.stride_w) + g.in_w;
+  const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
+  // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region.
+  const int64_t pairs = internal::ScratchPairs(g);
+  std::vector<IntPair> scratch(static_cast<size_t>(nt * pairs));
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    row(g, wt.data(), dy, dx, r / g.in_h, r % g.in_h, zeros.data(),
+        scratch.data() + omp_get_thread_num() * pairs);
+  }
+  internal::StoreNHWC<T, C>(dx, input_grad, a.format, g.batch, g.in_h, g.in_w, g.in_depth,
+                            num_threads);
 }
 
 template <typename T>
 void Conv2DBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
-                                   const Tensor& out_backprop, Tensor* filter_grad, int num_threads) {
+                                   const Tensor& out_backprop, Tensor* filter_grad,
+                                   int num_threads) {
   using C = ComputeT<T>;
   std::vector<C> xbuf, dybuf;
-  const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf, num_threads);
-  const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w, g.out_depth, &dybuf,
-                                       num_threads);
+  const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
+                                      num_threads);
+  const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
+                                       g.out_depth, &dybuf, num_threads);
   const int64_t fsize = g.filter_elements();
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * fsize;
   const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
+  const RowFn<C> row = SelectBackpropFilter(C{});
   // One private partial sum per thread, added in thread order at the end: deterministic for a
   // given thread count, and no atomics.
   std::vector<C> partial(static_cast<size_t>(nt * fsize), C(0));
@@ -339,10 +664,11 @@ void Conv2DBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g, co
   {
     C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * fsize;
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) BackpropFilterRow(g, x, dy, mine, r / g.out_h, r % g.out_h);
+    for (int64_t r = 0; r < rows; ++r)
+      row(g, x, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr);
   }
   T* out = filter_grad->data<T>();
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, fsize * nt, 1 << 16)) schedule(static)
+#pragma omp parallel for num_threads(ThreadsFor(num_threads, fsize* nt, 1 << 16)) schedule(static)
   for (int64_t i = 0; i < fsize; ++i) {
     C s = partial[static_cast<size_t>(i)];
     for (int t = 1; t < nt; ++t) s += partial[static_cast<size_t>(t * fsize + i)];
@@ -352,8 +678,8 @@ void Conv2DBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g, co
 
 Status CheckDTypes(const char* op, const Tensor& a, const Tensor& b, const Tensor& out) {
   if (a.dtype() != b.dtype() || a.dtype() != out.dtype() || !IsFloatingDType(a.dtype())) {
-    return InvalidArgument(std::string(op) + ": dtypes " + std::string(DTypeName(a.dtype())) + ", " +
-                           std::string(DTypeName(b.dtype())) + " and output " +
+    return InvalidArgument(std::string(op) + ": dtypes " + std::string(DTypeName(a.dtype())) +
+                           ", " + std::string(DTypeName(b.dtype())) + " and output " +
                            std::string(DTypeName(out.dtype())) + " must be one floating dtype");
   }
   return Status::OK();
@@ -365,15 +691,16 @@ Status RunConv2D(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g, con
                  const Tensor& filter, Tensor* output, int num_threads) {
   RETURN_IF_ERROR(CheckDTypes("Conv2D", input, filter, *output));
   if (output->num_elements() == 0) return Status::OK();
-  DispatchFloat(input.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if (kind == KernelKind::kReference) {
-      Conv2DReference<T>(a, g, input.data<T>(), filter.data<T>(), output->data<T>());
-    } else {
-      Conv2DOptimized<T>(a, g, input, filter, output, num_threads);
-    }
+  return internal::Guarded("Conv2D", [&] {
+    DispatchFloat(input.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if (kind == KernelKind::kReference) {
+        Conv2DReference<T>(a, g, input.data<T>(), filter.data<T>(), output->data<T>());
+      } else {
+        Conv2DOptimized<T>(a, g, input, filter, output, num_threads);
+      }
+    });
   });
-  return Status::OK();
 }
 
 Status RunConv2DBackpropInput(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
@@ -381,15 +708,17 @@ Status RunConv2DBackpropInput(KernelKind kind, const ConvAttrs& a, const ConvGeo
                               int num_threads) {
   RETURN_IF_ERROR(CheckDTypes("Conv2DBackpropInput", filter, out_backprop, *input_grad));
   if (input_grad->num_elements() == 0) return Status::OK();
-  DispatchFloat(filter.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if (kind == KernelKind::kReference) {
-      Conv2DBackpropInputReference<T>(a, g, filter.data<T>(), out_backprop.data<T>(), input_grad->data<T>());
-    } else {
-      Conv2DBackpropInputOptimized<T>(a, g, filter, out_backprop, input_grad, num_threads);
-    }
+  return internal::Guarded("Conv2DBackpropInput", [&] {
+    DispatchFloat(filter.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if (kind == KernelKind::kReference) {
+        Conv2DBackpropInputReference<T>(a, g, filter.data<T>(), out_backprop.data<T>(),
+                                        input_grad->data<T>());
+      } else {
+        Conv2DBackpropInputOptimized<T>(a, g, filter, out_backprop, input_grad, num_threads);
+      }
+    });
   });
-  return Status::OK();
 }
 
 Status RunConv2DBackpropFilter(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
@@ -397,15 +726,17 @@ Status RunConv2DBackpropFilter(KernelKind kind, const ConvAttrs& a, const ConvGe
                                int num_threads) {
   RETURN_IF_ERROR(CheckDTypes("Conv2DBackpropFilter", input, out_backprop, *filter_grad));
   if (filter_grad->num_elements() == 0) return Status::OK();
-  DispatchFloat(input.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if (kind == KernelKind::kReference) {
-      Conv2DBackpropFilterReference<T>(a, g, input.data<T>(), out_backprop.data<T>(), filter_grad->data<T>());
-    } else {
-      Conv2DBackpropFilterOptimized<T>(a, g, input, out_backprop, filter_grad, num_threads);
-    }
+  return internal::Guarded("Conv2DBackpropFilter", [&] {
+    DispatchFloat(input.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if (kind == KernelKind::kReference) {
+        Conv2DBackpropFilterReference<T>(a, g, input.data<T>(), out_backprop.data<T>(),
+                                         filter_grad->data<T>());
+      } else {
+        Conv2DBackpropFilterOptimized<T>(a, g, input, out_backprop, filter_grad, num_threads);
+      }
+    });
   });
-  return Status::OK();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ OpSchema& AddWindowAttrs(OpSchema& s, bool conv2d) {
                  "Stride of the sliding window per dimension of data_format (4 ints; batch and "
                  "channel strides must be 1).");
   if (conv2d) {
-    s.Attr("use_cudnn_on_gpu", AttrType::kBool, true, "Accepted for TensorFlow compatibility; no effect.");
+    s.Attr("use_cudnn_on_gpu", AttrType::kBool, true,
+           "Accepted for TensorFlow compatibility; no effect.");
   }
   s.EnumAttr("padding", {"SAME", "VALID", "EXPLICIT"}, "",
              "SAME: output ceil(in / stride), the odd extra padding at the bottom/right; VALID: "
@@ -47,9 +48,11 @@ void RegisterConvBlocks(OpRegistry& registry) {
   {
     OpSchema s("Conv2D");
     s.Category("Convolution")
-        .Doc("2-D convolution: output[n, oh, ow, o] = sum over kh, kw, i of input[n, oh*sh - pad_top + "
-             "kh*dh, ow*sw - pad_left + kw*dw, g*in_per_group + i] * filter[kh, kw, i, o]. Grouped "
-             "when the input depth is a multiple of the filter's in-depth.")
+        .Doc(
+            "2-D convolution: output[n, oh, ow, o] = sum over kh, kw, i of input[n, oh*sh - "
+            "pad_top + "
+            "kh*dh, ow*sw - pad_left + kw*dw, g*in_per_group + i] * filter[kh, kw, i, o]. Grouped "
+            "when the input depth is a multiple of the filter's in-depth.")
         .Input("input", kT, "4-D input [batch, in_height, in_width, in_channels] (NHWC) or NCHW.")
         .Input("filter", kT, "[filter_height, filter_width, in_channels / groups, out_channels].")
         .Output("output", kT, "4-D output [batch, out_height, out_width, out_channels] (or NCHW).")
@@ -68,7 +71,8 @@ void RegisterConvBlocks(OpRegistry& registry) {
                "Shape of the input: 4 ints in data_format order, or 2 ints [height, width] (batch "
                "from out_backprop, depth from the filter).")
         .Input("filter", kT, "[filter_height, filter_width, in_channels / groups, out_channels].")
-        .Input("out_backprop", kT, "Gradient w.r.t. the Conv2D output; shape of the forward output.")
+        .Input("out_backprop", kT,
+               "Gradient w.r.t. the Conv2D output; shape of the forward output.")
         .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
         .SameDType({"filter", "out_backprop"});
     AddWindowAttrs(s, true);
@@ -82,8 +86,10 @@ void RegisterConvBlocks(OpRegistry& registry) {
     s.Category("Convolution")
         .Doc("Gradient of Conv2D with respect to its filter.")
         .Input("input", kT, "4-D input of the convolution (data_format order).")
-        .Input("filter_sizes", kSizes, "Shape of the filter: 4 ints [fh, fw, in_channels / groups, out_channels].")
-        .Input("out_backprop", kT, "Gradient w.r.t. the Conv2D output; shape of the forward output.")
+        .Input("filter_sizes", kSizes,
+               "Shape of the filter: 4 ints [fh, fw, in_channels / groups, out_channels].")
+        .Input("out_backprop", kT,
+               "Gradient w.r.t. the Conv2D output; shape of the forward output.")
         .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
         .SameDType({"input", "out_backprop"});
     AddWindowAttrs(s, true);
@@ -95,8 +101,9 @@ void RegisterConvBlocks(OpRegistry& registry) {
   {
     OpSchema s("DepthwiseConv2dNative");
     s.Category("Convolution")
-        .Doc("Depthwise 2-D convolution: output[n, oh, ow, c*M + m] = sum over kh, kw of input[n, "
-             "oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, c] * filter[kh, kw, c, m].")
+        .Doc(
+            "Depthwise 2-D convolution: output[n, oh, ow, c*M + m] = sum over kh, kw of input[n, "
+            "oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, c] * filter[kh, kw, c, m].")
         .Input("input", kT, "4-D input [batch, in_height, in_width, in_channels] (NHWC) or NCHW.")
         .Input("filter", kT, "[filter_height, filter_width, in_channels, channel_multiplier].")
         .Output("output", kT, "4-D output with in_channels * channel_multiplier channels.")
@@ -113,12 +120,14 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Doc("Gradient of depthwise convolution with respect to its input.")
         .Input("input_sizes", kSizes, "Shape of the input: 4 ints in data_format order.")
         .Input("filter", kT, "[filter_height, filter_width, in_channels, channel_multiplier].")
-        .Input("out_backprop", kT, "Gradient w.r.t. the depthwise output; shape of the forward output.")
+        .Input("out_backprop", kT,
+               "Gradient w.r.t. the depthwise output; shape of the forward output.")
         .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
         .SameDType({"filter", "out_backprop"});
     AddWindowAttrs(s, false);
     s.SetShapeFn(conv::DepthwiseConv2dBackpropInputShape)
-        .SetReferenceKernel(Kernel(conv::DepthwiseConv2dBackpropInputKernel, KernelKind::kReference))
+        .SetReferenceKernel(
+            Kernel(conv::DepthwiseConv2dBackpropInputKernel, KernelKind::kReference))
         .SetKernel(Kernel(conv::DepthwiseConv2dBackpropInputKernel, KernelKind::kOptimized));
     registry.Register(std::move(s));
   }
@@ -128,13 +137,16 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Doc("Gradient of depthwise convolution with respect to its filter.")
         .Input("input", kT, "4-D input of the convolution (data_format order).")
         .Input("filter_sizes", kSizes,
-               "Shape of the filter: 4 ints [filter_height, filter_width, in_channels, channel_multiplier].")
-        .Input("out_backprop", kT, "Gradient w.r.t. the depthwise output; shape of the forward output.")
+               "Shape of the filter: 4 ints [filter_height, filter_width, in_channels, "
+               "channel_multiplier].")
+        .Input("out_backprop", kT,
+               "Gradient w.r.t. the depthwise output; shape of the forward output.")
         .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
         .SameDType({"input", "out_backprop"});
     AddWindowAttrs(s, false);
     s.SetShapeFn(conv::DepthwiseConv2dBackpropFilterShape)
-        .SetReferenceKernel(Kernel(conv::DepthwiseConv2dBackpropFilterKernel, KernelKind::kReference))
+        .SetReferenceKernel(
+            Kernel(conv::DepthwiseConv2dBackpropFilterKernel, KernelKind::kReference))
         .SetKernel(Kernel(conv::DepthwiseConv2dBackpropFilterKernel, KernelKind::kOptimized));
     registry.Register(std::move(s));
   }

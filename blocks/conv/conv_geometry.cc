@@ -28,8 +28,8 @@ Status CheckWindowAttr(const char* name, const std::vector<int64_t>& v, const Co
                        const std::string& format_name) {
   if (v.size() != 4) {
     return InvalidArgument(std::string(name) + " " + IntsToString(v) +
-                           " must have 4 values, one per dimension of data_format " +
-                           format_name + ", but has " + std::to_string(v.size()));
+                           " must have 4 values, one per dimension of data_format " + format_name +
+                           ", but has " + std::to_string(v.size()));
   }
   for (int64_t x : v) {
     if (x <= 0) {
@@ -38,9 +38,9 @@ Status CheckWindowAttr(const char* name, const std::vector<int64_t>& v, const Co
     }
   }
   if (v[0] != 1 || v[static_cast<size_t>(a.c_dim())] != 1) {
-    return InvalidArgument(std::string(name) + " " + IntsToString(v) +
-                           ": the batch and channel " + name + " must be 1 (data_format " +
-                           format_name + "); only the height and width may differ");
+    return InvalidArgument(std::string(name) + " " + IntsToString(v) + ": the batch and channel " +
+                           name + " must be 1 (data_format " + format_name +
+                           "); only the height and width may differ");
   }
   return Status::OK();
 }
@@ -69,7 +69,8 @@ Expected<ConvAttrs> ParseConvAttrs(const AttrMap& attrs) {
   }
   if (!attrs.Has("strides")) return InvalidArgument("strides is required (4 ints)");
   a.strides = attrs.GetInts("strides");
-  a.dilations = attrs.Has("dilations") ? attrs.GetInts("dilations") : std::vector<int64_t>{1, 1, 1, 1};
+  a.dilations =
+      attrs.Has("dilations") ? attrs.GetInts("dilations") : std::vector<int64_t>{1, 1, 1, 1};
   a.explicit_paddings =
       attrs.Has("explicit_paddings") ? attrs.GetInts("explicit_paddings") : std::vector<int64_t>{};
   RETURN_IF_ERROR(CheckWindowAttr("strides", a.strides, a, format_name));
@@ -104,8 +105,8 @@ Expected<ConvAttrs> ParseConvAttrs(const AttrMap& attrs) {
   const size_t c = static_cast<size_t>(a.c_dim());
   if (p[0] != 0 || p[1] != 0 || p[2 * c] != 0 || p[2 * c + 1] != 0) {
     return InvalidArgument("explicit_paddings " + IntsToString(p) +
-                           ": the batch and channel pairs must be 0 (data_format " +
-                           format_name + "); only the height and width may be padded");
+                           ": the batch and channel pairs must be 0 (data_format " + format_name +
+                           "); only the height and width may be padded");
   }
   a.explicit_top = p[2 * h];
   a.explicit_bottom = p[2 * h + 1];
@@ -145,24 +146,24 @@ Expected<ConvDim> ComputeConvDim(const char* what, int64_t in, int64_t k, int64_
   // TensorFlow's formula: (padded - eff + stride) / stride, truncating; negative is an error.
   d.out = (padded - eff + stride) / stride;
   if (d.out < 0) {
-    return InvalidArgument(
-        std::string(what) + ": the output size would be negative (" + std::to_string(d.out) +
-        "): input size " + std::to_string(in) +
-        (padding == Padding::kExplicit
-             ? " + explicit padding " + std::to_string(d.pad_before) + "+" + std::to_string(d.pad_after)
-             : std::string(" with VALID padding")) +
-        " is smaller than the effective filter size " + std::to_string(eff) + " (filter " +
-        std::to_string(k) + ", dilation " + std::to_string(dilation) + ", stride " +
-        std::to_string(stride) + ")");
+    return InvalidArgument(std::string(what) + ": the output size would be negative (" +
+                           std::to_string(d.out) + "): input size " + std::to_string(in) +
+                           (padding == Padding::kExplicit
+                                ? " + explicit padding " + std::to_string(d.pad_before) + "+" +
+                                      std::to_string(d.pad_after)
+                                : std::string(" with VALID padding")) +
+                           " is smaller than the effective filter size " + std::to_string(eff) +
+                           " (filter " + std::to_string(k) + ", dilation " +
+                           std::to_string(dilation) + ", stride " + std::to_string(stride) + ")");
   }
   return d;
 }
 
 double ConvGeometry::Flops() const {
   const double in_per_group = depthwise ? 1.0 : static_cast<double>(filter_in_depth);
-  return 2.0 * static_cast<double>(batch) * static_cast<double>(out_h) * static_cast<double>(out_w) *
-         static_cast<double>(filter_h) * static_cast<double>(filter_w) * in_per_group *
-         static_cast<double>(out_depth);
+  return 2.0 * static_cast<double>(batch) * static_cast<double>(out_h) *
+         static_cast<double>(out_w) * static_cast<double>(filter_h) *
+         static_cast<double>(filter_w) * in_per_group * static_cast<double>(out_depth);
 }
 
 Status CheckOutBackprop(const ConvAttrs& attrs, const ConvGeometry& g, const Shape& input,
@@ -183,8 +184,9 @@ Status CheckOutBackprop(const ConvAttrs& attrs, const ConvGeometry& g, const Sha
 
 namespace {
 
-Expected<std::vector<int64_t>> SizesValues(const char* port, const PortInfo& sizes, const std::string& rule,
-                                           bool allow_two, int64_t* length) {
+Expected<std::vector<int64_t>> SizesValues(const char* port, const PortInfo& sizes,
+                                           const std::string& rule, bool allow_two,
+                                           int64_t* length) {
   if (sizes.shape.rank() != 1) {
     return InvalidArgument(std::string(port) + " shape " + sizes.shape.ToString() +
                            " must be rank 1: " + rule);
@@ -207,31 +209,33 @@ Expected<std::vector<int64_t>> SizesValues(const char* port, const PortInfo& siz
 
 }  // namespace
 
-Expected<Shape> ResolveInputSizes(const ConvAttrs& attrs, const PortInfo& sizes, const Shape& filter,
-                                  const Shape& out_backprop, bool allow_hw) {
-  const std::string rule =
-      allow_hw ? "4 values [batch, height, width, depth] in data_format order, or 2 values [height, width]"
-               : "4 values [batch, height, width, depth] in data_format order";
+Expected<Shape> ResolveInputSizes(const ConvAttrs& attrs, const PortInfo& sizes,
+                                  const Shape& filter, const Shape& out_backprop, bool allow_hw) {
+  const std::string rule = allow_hw ? "4 values [batch, height, width, depth] in data_format "
+                                      "order, or 2 values [height, width]"
+                                    : "4 values [batch, height, width, depth] in data_format order";
   int64_t length = -1;
-  ASSIGN_OR_RETURN(std::vector<int64_t> v, SizesValues("input_sizes", sizes, rule, allow_hw, &length));
+  ASSIGN_OR_RETURN(std::vector<int64_t> v,
+                   SizesValues("input_sizes", sizes, rule, allow_hw, &length));
   RETURN_IF_ERROR(CheckRank4("filter", filter));
   RETURN_IF_ERROR(CheckRank4("out_backprop", out_backprop));
   if (length == 2) {
     // TensorFlow: the batch comes from out_backprop, the depth from the filter's in-depth.
-    return MakeShape(attrs.format, out_backprop.dim(0), v.empty() ? -1 : v[0], v.empty() ? -1 : v[1],
-                     filter.dim(2));
+    return MakeShape(attrs.format, out_backprop.dim(0), v.empty() ? -1 : v[0],
+                     v.empty() ? -1 : v[1], filter.dim(2));
   }
   if (!v.empty()) return Shape(v);
   return MakeShape(attrs.format, out_backprop.dim(0), -1, -1, -1);
 }
 
-Expected<Shape> ResolveFilterSizes(const ConvAttrs& attrs, const PortInfo& sizes, const Shape& input,
-                                   const Shape& out_backprop, bool depthwise) {
-  const std::string rule = depthwise
-      ? "4 values [filter_height, filter_width, in_channels, channel_multiplier]"
-      : "4 values [filter_height, filter_width, in_depth / groups, out_depth]";
+Expected<Shape> ResolveFilterSizes(const ConvAttrs& attrs, const PortInfo& sizes,
+                                   const Shape& input, const Shape& out_backprop, bool depthwise) {
+  const std::string rule =
+      depthwise ? "4 values [filter_height, filter_width, in_channels, channel_multiplier]"
+                : "4 values [filter_height, filter_width, in_depth / groups, out_depth]";
   int64_t length = -1;
-  ASSIGN_OR_RETURN(std::vector<int64_t> v, SizesValues("filter_sizes", sizes, rule, false, &length));
+  ASSIGN_OR_RETURN(std::vector<int64_t> v,
+                   SizesValues("filter_sizes", sizes, rule, false, &length));
   RETURN_IF_ERROR(CheckRank4("input", input));
   RETURN_IF_ERROR(CheckRank4("out_backprop", out_backprop));
   if (!v.empty()) return Shape(v);
@@ -289,7 +293,8 @@ Expected<ConvGeometry> MakeConvGeometry(const ConvAttrs& attrs, const Shape& inp
     if (g.in_depth != -1 && g.filter_in_depth != -1 && g.in_depth != g.filter_in_depth) {
       return InvalidArgument("filter in_channels " + std::to_string(g.filter_in_depth) +
                              " must equal the input depth " + std::to_string(g.in_depth) + " (" +
-                             shapes + "; a depthwise filter is [filter_height, filter_width, "
+                             shapes +
+                             "; a depthwise filter is [filter_height, filter_width, "
                              "in_channels, channel_multiplier])");
     }
     if (g.in_depth == -1) g.in_depth = g.filter_in_depth;
@@ -319,10 +324,12 @@ Expected<ConvGeometry> MakeConvGeometry(const ConvAttrs& attrs, const Shape& inp
       }
     }
   }
-  ASSIGN_OR_RETURN(ConvDim rows, ComputeConvDim("rows", g.in_h, g.filter_h, g.stride_h, g.dilation_h,
-                                                attrs.padding, attrs.explicit_top, attrs.explicit_bottom));
-  ASSIGN_OR_RETURN(ConvDim cols, ComputeConvDim("cols", g.in_w, g.filter_w, g.stride_w, g.dilation_w,
-                                                attrs.padding, attrs.explicit_left, attrs.explicit_right));
+  ASSIGN_OR_RETURN(ConvDim rows,
+                   ComputeConvDim("rows", g.in_h, g.filter_h, g.stride_h, g.dilation_h,
+                                  attrs.padding, attrs.explicit_top, attrs.explicit_bottom));
+  ASSIGN_OR_RETURN(ConvDim cols,
+                   ComputeConvDim("cols", g.in_w, g.filter_w, g.stride_w, g.dilation_w,
+                                  attrs.padding, attrs.explicit_left, attrs.explicit_right));
   g.out_h = rows.out;
   g.out_w = cols.out;
   g.pad_top = rows.pad_before;

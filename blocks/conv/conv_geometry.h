@@ -81,7 +81,9 @@ struct ConvGeometry {
 
   int64_t input_elements() const { return batch * in_h * in_w * in_depth; }
   int64_t output_elements() const { return batch * out_h * out_w * out_depth; }
-  int64_t filter_elements() const { return filter_h * filter_w * filter_in_depth * (depthwise ? multiplier : out_depth); }
+  int64_t filter_elements() const {
+    return filter_h * filter_w * filter_in_depth * (depthwise ? multiplier : out_depth);
+  }
   /// Multiply-adds times 2, padding taps counted (the benchmark suite's formula).
   double Flops() const;
 };
@@ -107,13 +109,13 @@ Status CheckOutBackprop(const ConvAttrs& attrs, const ConvGeometry& g, const Sha
 /// The input shape a *BackpropInput produces, from its `input_sizes` port (4 values in
 /// data_format order; with `allow_hw`, also 2 values [H, W], the batch then coming from
 /// out_backprop and the depth from the filter). Unknown values give -1 dims.
-Expected<Shape> ResolveInputSizes(const ConvAttrs& attrs, const PortInfo& sizes, const Shape& filter,
-                                  const Shape& out_backprop, bool allow_hw);
+Expected<Shape> ResolveInputSizes(const ConvAttrs& attrs, const PortInfo& sizes,
+                                  const Shape& filter, const Shape& out_backprop, bool allow_hw);
 
 /// The filter shape a *BackpropFilter produces, from its `filter_sizes` port (4 values).
 /// Unknown values give -1 dims, refined from the input and out_backprop where possible.
-Expected<Shape> ResolveFilterSizes(const ConvAttrs& attrs, const PortInfo& sizes, const Shape& input,
-                                   const Shape& out_backprop, bool depthwise);
+Expected<Shape> ResolveFilterSizes(const ConvAttrs& attrs, const PortInfo& sizes,
+                                   const Shape& input, const Shape& out_backprop, bool depthwise);
 
 /// Checks that `shape` (named `port`) has rank 4.
 Status CheckRank4(const char* port, const Shape& shape);

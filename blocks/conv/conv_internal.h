@@ -6,20 +6,123 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "blocks/conv/conv_geometry.h"
 #include "core/tensor.h"
 
-// Hot loops are compiled for AVX-512, AVX2+FMA and baseline x86-64; the loader picks one.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(BF_NO_TARGET_CLONES)
-#define BF_CONV_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+// Hot loops are compiled three times (baseline x86-64, AVX2+FMA, AVX-512) and picked at run time
+// by ActiveIsa(), so one binary runs on any x86-64 and uses the widest vectors it has.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BF_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define BF_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 #else
-#define BF_CONV_CLONES
+#define BF_TARGET_AVX2
+#define BF_TARGET_AVX512
 #endif
 #define BF_CONV_INLINE inline __attribute__((always_inline))
 
 namespace blockflow::conv::internal {
+
+/// The instruction sets the optimized kernels are compiled for.
+enum class Isa { kBase = 0, kAvx2 = 1, kAvx512 = 2 };
+/// The widest ISA this CPU supports, lowered by the environment variable BLOCKFLOW_CONV_ISA
+/// (base, avx2, avx512) or SetIsaForTesting.
+Isa ActiveIsa();
+/// Forces a narrower ISA (clamped to what the CPU supports), so tests cover every variant.
+void SetIsaForTesting(Isa isa);
+/// "base", "avx2", "avx512".
+const char* IsaName(Isa isa);
+
+/// 64-byte generic vectors: one zmm with AVX-512, two ymm with AVX2, four xmm otherwise.
+typedef float VecF __attribute__((vector_size(64)));
+typedef double VecD __attribute__((vector_size(64)));
+template <typename C>
+struct VecOf;
+template <>
+struct VecOf<float> {
+  using type = VecF;
+};
+template <>
+struct VecOf<double> {
+  using type = VecD;
+};
+
+// The helpers below pass 64-byte vectors by value; they are always inlined, so the ABI note
+// GCC gives for that (-Wpsabi) does not apply.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+/// Unaligned load and store of one 64-byte vector.
+template <typename C>
+BF_CONV_INLINE typename VecOf<C>::type LoadVec(const C* p) {
+  typename VecOf<C>::type v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+template <typename C>
+BF_CONV_INLINE void StoreVec(C* p, const typename VecOf<C>::type& v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+#pragma GCC diagnostic pop
+
+/// A pair of ints (a filter tap and the output row or column it reads, for example).
+struct IntPair {
+  int64_t first, second;
+};
+
+/// A list of int pairs in memory the caller provides, so that kernels allocate nothing (which
+/// could throw) inside parallel regions.
+class PairList {
+ public:
+  explicit PairList(IntPair* data) : data_(data) {}
+  void clear() { size_ = 0; }
+  void add(int64_t a, int64_t b) { data_[size_++] = IntPair{a, b}; }
+  const IntPair* begin() const { return data_; }
+  const IntPair* end() const { return data_ + size_; }
+
+ private:
+  IntPair* data_;
+  int64_t size_ = 0;
+};
+
+/// Pairs of scratch a row kernel may use: reaching rows, reaching columns, reaching taps.
+inline int64_t ScratchPairs(const ConvGeometry& g) {
+  return g.filter_h * g.filter_w + g.filter_h + g.filter_w;
+}
+
+/// The filter rows that reach input row ih (for the input gradient): (kh, oh) pairs.
+inline void ReachingRows(const ConvGeometry& g, int64_t ih, PairList* out) {
+  out->clear();
+  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+    const int64_t th = ih + g.pad_top - kh * g.dilation_h;
+    if (th >= 0 && th % g.stride_h == 0 && th / g.stride_h < g.out_h) out->add(kh, th / g.stride_h);
+  }
+}
+
+/// The filter columns that reach the input columns iw = r + sw*t (one stride phase r):
+/// (kw, ow for t = 0) pairs; column t then reads ow + t, when inside [0, out_w).
+inline void ReachingCols(const ConvGeometry& g, int64_t r, PairList* out) {
+  out->clear();
+  for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+    const int64_t u = r + g.pad_left - kw * g.dilation_w;
+    const int64_t rem = ((u % g.stride_w) + g.stride_w) % g.stride_w;
+    if (rem == 0) out->add(kw, (u - rem) / g.stride_w);
+  }
+}
+
+/// Runs a kernel body, turning a failed allocation of its buffers into an error Status, so
+/// that nothing throws out of a block.
+template <typename Fn>
+Status Guarded(const char* op, Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::bad_alloc&) {
+    return Internal(std::string(op) + ": out of memory for the kernel's work buffers");
+  }
+  return Status::OK();
+}
 
 /// The type a kernel computes in: float for float16, bfloat16 and float32; double for float64.
 template <typename T>
@@ -55,7 +158,7 @@ const C* ToNHWC(const Tensor& t, DataFormat format, int64_t n, int64_t h, int64_
     return dst;
   }
   // NCHW -> NHWC: one (n, y) row of the output per iteration.
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, n * h, 16)) schedule(static)
+#pragma omp parallel for num_threads(ThreadsFor(num_threads, n* h, 16)) schedule(static)
   for (int64_t r = 0; r < n * h; ++r) {
     const int64_t b = r / h, y = r % h;
     for (int64_t x = 0; x < w; ++x) {
@@ -100,12 +203,13 @@ void StoreNHWC(const C* src, Tensor* out, DataFormat format, int64_t n, int64_t 
     for (int64_t i = 0; i < total; ++i) dst[i] = static_cast<T>(src[i]);
     return;
   }
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, n * h, 16)) schedule(static)
+#pragma omp parallel for num_threads(ThreadsFor(num_threads, n* h, 16)) schedule(static)
   for (int64_t r = 0; r < n * h; ++r) {
     const int64_t b = r / h, y = r % h;
     for (int64_t x = 0; x < w; ++x) {
       const C* s = src + ((b * h + y) * w + x) * c;
-      for (int64_t ch = 0; ch < c; ++ch) dst[((b * c + ch) * h + y) * w + x] = static_cast<T>(s[ch]);
+      for (int64_t ch = 0; ch < c; ++ch)
+        dst[((b * c + ch) * h + y) * w + x] = static_cast<T>(s[ch]);
     }
   }
 }
@@ -119,8 +223,8 @@ void StoreFlat(const C* src, Tensor* out) {
 }
 
 /// Element offset in a rank-4 activation tensor of `format` (reference kernels).
-inline int64_t ActIndex(DataFormat format, int64_t h_size, int64_t w_size, int64_t c_size, int64_t n,
-                        int64_t y, int64_t x, int64_t c) {
+inline int64_t ActIndex(DataFormat format, int64_t h_size, int64_t w_size, int64_t c_size,
+                        int64_t n, int64_t y, int64_t x, int64_t c) {
   return format == DataFormat::kNHWC ? ((n * h_size + y) * w_size + x) * c_size + c
                                      : ((n * c_size + c) * h_size + y) * w_size + x;
 }

@@ -2,8 +2,8 @@
 // [fh, fw, in_channels, multiplier]; output channel c*M + m comes from input channel c and
 // multiplier m. Shape functions and kernels.
 //
-//   ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, x.shape(), w.shape(), /*depthwise=*/true));
-//   Tensor y(x.dtype(), OutputShape(a, g));
+//   ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, x.shape(), w.shape(),
+//   /*depthwise=*/true)); Tensor y(x.dtype(), OutputShape(a, g));
 //   RETURN_IF_ERROR(RunDepthwiseConv2d(KernelKind::kOptimized, a, g, x, w, &y, 2));
 #pragma once
 
@@ -26,8 +26,9 @@ Status DepthwiseConv2dBackpropFilterKernel(KernelContext& k, KernelKind kind);
 
 // Direct entry points (tests and benchmarks): tensors in `a.format`, filter [fh, fw, C, M],
 // `output` already allocated with the right dtype and shape. Every output element is written.
-Status RunDepthwiseConv2d(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
-                          const Tensor& filter, Tensor* output, int num_threads);
+Status RunDepthwiseConv2d(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
+                          const Tensor& input, const Tensor& filter, Tensor* output,
+                          int num_threads);
 Status RunDepthwiseConv2dBackpropInput(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
                                        const Tensor& filter, const Tensor& out_backprop,
                                        Tensor* input_grad, int num_threads);

@@ -1,0 +1,260 @@
+// Optimized kernels against reference kernels over a grid of shapes, formats, paddings,
+// strides, dilations, groups and multipliers, plus seeded random problems, in all four dtypes.
+// float32 within 2e-5 * (1 + |ref|), float64 within 1e-12 * (1 + |ref|). float16/bfloat16 inputs
+// are multiples of 1/128 (1/64 for bfloat16), so every float32 partial sum is exact and both
+// kernels, accumulating in float32 and rounding once, must agree bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "blocks/conv/conv_internal.h"
+#include "conv_test_util.h"
+
+namespace blockflow::conv::testing {
+namespace {
+
+std::vector<Problem> GridProblems(bool depthwise) {
+  std::vector<Problem> out;
+  for (const char* format : {"NHWC", "NCHW"})
+    for (const char* padding : {"SAME", "VALID", "EXPLICIT"})
+      for (auto [sh, sw] : {std::pair<int64_t, int64_t>{1, 1}, {2, 1}, {2, 3}})
+        for (auto [dh, dw] : {std::pair<int64_t, int64_t>{1, 1}, {1, 2}})
+          for (int variant = 0; variant < 2; ++variant) {
+            Problem p;
+            p.depthwise = depthwise;
+            p.format = format;
+            p.padding = padding;
+            p.n = 2;
+            p.h = 7;
+            p.w = 6;
+            p.fh = 3;
+            p.fw = 2;
+            p.sh = sh;
+            p.sw = sw;
+            p.dh = dh;
+            p.dw = dw;
+            if (p.padding == "EXPLICIT") {
+              p.pt = 1;
+              p.pb = 2;
+              p.pl = 0;
+              p.pr = 1;
+            }
+            if (depthwise) {
+              p.c = 3;
+              p.mult = variant ? 2 : 1;
+            } else {
+              p.groups = variant ? 2 : 1;
+              p.c = 4;
+              p.cog = 3;
+            }
+            out.push_back(p);
+          }
+  // Larger channel counts, so the vector tiles (16 floats or 8 doubles per vector, two vectors
+  // with AVX-512) run, with channel remainders, groups, stride phases and dilation.
+  struct Big {
+    const char* format;
+    const char* padding;
+    int64_t h, w, c, groups, cog, mult, sh, sw, dh, dw;
+  };
+  const Big bigs[] = {
+      {"NHWC", "SAME", 9, 13, 16, 1, 21, 1, 1, 1, 1, 1},
+      {"NCHW", "SAME", 9, 13, 16, 1, 21, 1, 1, 1, 1, 1},
+      {"NHWC", "SAME", 7, 11, 36, 1, 37, 1, 2, 1, 1, 1},
+      {"NCHW", "EXPLICIT", 8, 9, 36, 2, 33, 2, 1, 2, 2, 1},
+      {"NHWC", "VALID", 10, 12, 64, 2, 32, 1, 2, 3, 1, 2},
+      {"NHWC", "SAME", 9, 10, 37, 1, 16, 1, 2, 2, 1, 1},
+      {"NHWC", "EXPLICIT", 6, 9, 17, 1, 16, 2, 2, 3, 1, 1},
+  };
+  for (const Big& b : bigs) {
+    Problem p;
+    p.depthwise = depthwise;
+    p.format = b.format;
+    p.padding = b.padding;
+    p.n = 2;
+    p.h = b.h;
+    p.w = b.w;
+    p.fh = 3;
+    p.fw = 3;
+    p.c = b.c;
+    p.groups = depthwise ? 1 : b.groups;
+    p.cog = b.cog;
+    p.mult = b.mult;
+    p.sh = b.sh;
+    p.sw = b.sw;
+    p.dh = b.dh;
+    p.dw = b.dw;
+    if (p.padding == "EXPLICIT") {
+      p.pt = 2;
+      p.pb = 0;
+      p.pl = 1;
+      p.pr = 3;
+    }
+    out.push_back(p);
+  }
+  std::mt19937_64 rng(depthwise ? 77 : 78);
+  for (int i = 0; i < 40; ++i) out.push_back(RandomProblem(rng, depthwise));
+  return out;
+}
+
+void CheckClose(DType dtype, const Tensor& ref, const Tensor& opt, const std::string& what) {
+  ASSERT_EQ(ref.shape(), opt.shape()) << what;
+  ASSERT_EQ(ref.dtype(), opt.dtype()) << what;
+  for (int64_t i = 0; i < ref.num_elements(); ++i) {
+    if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) {
+      const uint16_t a = static_cast<const uint16_t*>(ref.raw())[i];
+      const uint16_t b = static_cast<const uint16_t*>(opt.raw())[i];
+      ASSERT_EQ(UlpDistance16(a, b), 0)
+          << what << " element " << i << ": " << ref.GetAsDouble(i) << " vs " << opt.GetAsDouble(i);
+    } else {
+      const double r = ref.GetAsDouble(i), o = opt.GetAsDouble(i);
+      const double tol = (dtype == DType::kFloat64 ? 1e-12 : 2e-5) * (1 + std::fabs(r));
+      ASSERT_LE(std::fabs(r - o), tol) << what << " element " << i << ": " << r << " vs " << o;
+    }
+  }
+}
+
+class CompareTest : public ::testing::TestWithParam<std::tuple<bool, DType>> {};
+
+TEST_P(CompareTest, OptimizedMatchesReference) {
+  const auto [depthwise, dtype] = GetParam();
+  std::mt19937_64 rng(1234 + static_cast<int>(dtype) + (depthwise ? 100 : 0));
+  int checked = 0;
+  for (const Problem& p : GridProblems(depthwise)) {
+    Expected<Resolved> r = Resolve(p);
+    ASSERT_TRUE(r.ok()) << p.ToString() << ": " << r.status().message();
+    const int grid = dtype == DType::kFloat16 ? 128 : dtype == DType::kBFloat16 ? 64 : 0;
+    const Tensor x = RandomTensor(dtype, p.InputShape(), rng, grid);
+    const Tensor w = RandomTensor(dtype, p.FilterShape(), rng, grid);
+    const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng, grid);
+    for (int op = 0; op < 3; ++op) {
+      const std::string what =
+          p.ToString() + " op " + std::to_string(op) + " " + std::string(DTypeName(dtype));
+      Expected<Tensor> ref = RunOp(KernelKind::kReference, op, *r, x, w, dy, 1);
+      ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().message();
+      for (int threads : {1, 2}) {
+        // Every ISA variant this CPU has (AVX-512, AVX2, baseline), the widest last.
+        Expected<Tensor> opt = Status(Internal("not run"));
+        for (internal::Isa isa :
+             {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
+          internal::SetIsaForTesting(isa);
+          opt = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, threads);
+          ASSERT_TRUE(opt.ok()) << what << ": " << opt.status().message();
+          CheckClose(dtype, *ref, *opt,
+                     what + " threads " + std::to_string(threads) + " isa " +
+                         internal::IsaName(internal::ActiveIsa()));
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+        if (::testing::Test::HasFatalFailure()) return;
+        // Deterministic: the same thread count gives the same bits.
+        Expected<Tensor> again = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, threads);
+        ASSERT_TRUE(again.ok());
+        ASSERT_TRUE(opt->BitwiseEquals(*again)) << what;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CompareTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(DType::kFloat32, DType::kFloat64,
+                                                              DType::kFloat16, DType::kBFloat16)),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, DType>>& param_info) {
+                           return std::string(std::get<0>(param_info.param) ? "Depthwise_"
+                                                                            : "Conv2D_") +
+                                  std::string(DTypeName(std::get<1>(param_info.param)));
+                         });
+
+// Empty tensors: outputs have the right shape and are all zeros, on both kernels.
+TEST(EmptyTensors, ZerosOfTheRightShape) {
+  std::mt19937_64 rng(5);
+  for (bool depthwise : {false, true}) {
+    Problem p;
+    p.depthwise = depthwise;
+    p.padding = "SAME";
+    p.n = 0;
+    p.h = 5;
+    p.w = 4;
+    p.c = 2;
+    p.fh = 3;
+    p.fw = 3;
+    p.cog = 3;
+    p.mult = 2;
+    Expected<Resolved> r = Resolve(p);
+    ASSERT_TRUE(r.ok());
+    const Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng);
+    Tensor w = RandomTensor(DType::kFloat32, p.FilterShape(), rng);
+    const Tensor dy = RandomTensor(DType::kFloat32, OutputShape(r->attrs, r->geometry), rng);
+    for (KernelKind kind : {KernelKind::kReference, KernelKind::kOptimized}) {
+      Expected<Tensor> dw = RunOp(kind, 2, *r, x, w, dy, 2);
+      ASSERT_TRUE(dw.ok());
+      EXPECT_EQ(dw->shape(), p.FilterShape());
+      for (int64_t i = 0; i < dw->num_elements(); ++i) ASSERT_EQ(dw->GetAsDouble(i), 0.0);
+      Expected<Tensor> y = RunOp(kind, 0, *r, x, w, dy, 2);
+      ASSERT_TRUE(y.ok());
+      EXPECT_EQ(y->num_elements(), 0);
+    }
+  }
+  // Zero-size spatial dims and channels: empty outputs, or (filter gradient) zeros.
+  for (bool depthwise : {false, true}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      Problem p;
+      p.depthwise = depthwise;
+      p.padding = "SAME";
+      p.format = variant == 1 ? "NCHW" : "NHWC";
+      p.n = 2;
+      p.h = variant == 0 ? 0 : 3;
+      p.w = variant == 1 ? 0 : 4;
+      p.c = (variant == 2 && depthwise) ? 0 : 2;
+      p.cog = (variant == 2 && !depthwise) ? 0 : 3;
+      p.fh = 2;
+      p.fw = 3;
+      Expected<Resolved> r = Resolve(p);
+      ASSERT_TRUE(r.ok()) << p.ToString() << ": " << r.status().message();
+      const Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng);
+      const Tensor w = RandomTensor(DType::kFloat32, p.FilterShape(), rng);
+      const Tensor dy = RandomTensor(DType::kFloat32, OutputShape(r->attrs, r->geometry), rng);
+      for (KernelKind kind : {KernelKind::kReference, KernelKind::kOptimized}) {
+        for (int op = 0; op < 3; ++op) {
+          Expected<Tensor> out = RunOp(kind, op, *r, x, w, dy, 2);
+          ASSERT_TRUE(out.ok()) << p.ToString() << " op " << op;
+          const Shape want = op == 0   ? OutputShape(r->attrs, r->geometry)
+                             : op == 1 ? p.InputShape()
+                                       : p.FilterShape();
+          EXPECT_EQ(out->shape(), want) << p.ToString() << " op " << op;
+          for (int64_t i = 0; i < out->num_elements(); ++i) ASSERT_EQ(out->GetAsDouble(i), 0.0);
+        }
+      }
+    }
+  }
+  // A VALID window that covers no input leaves the whole input gradient zero (out size 0).
+  Problem p;
+  p.padding = "VALID";
+  p.h = 3;
+  p.w = 3;
+  p.fh = 6;
+  p.fw = 1;
+  p.sh = 2;
+  p.c = 2;
+  p.cog = 2;
+  Expected<Resolved> r = Resolve(p);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->geometry.out_h, 0);  // TensorFlow: (3 - 6 + 2) / 2 truncates to 0
+  std::mt19937_64 rng2(6);
+  const Tensor w = RandomTensor(DType::kFloat64, p.FilterShape(), rng2);
+  const Tensor dy(DType::kFloat64, OutputShape(r->attrs, r->geometry));
+  for (KernelKind kind : {KernelKind::kReference, KernelKind::kOptimized}) {
+    Tensor dx(DType::kFloat64, p.InputShape());
+    for (int64_t i = 0; i < dx.num_elements(); ++i)
+      dx.SetFromDouble(i, 7.0);  // must be overwritten
+    ASSERT_TRUE(RunConv2DBackpropInput(kind, r->attrs, r->geometry, w, dy, &dx, 2).ok());
+    for (int64_t i = 0; i < dx.num_elements(); ++i) ASSERT_EQ(dx.GetAsDouble(i), 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace blockflow::conv::testing

@@ -1,0 +1,179 @@
+// Helpers for the convolution tests: random tensors, attrs, random geometries, comparisons.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "blocks/conv/conv2d.h"
+#include "blocks/conv/conv_geometry.h"
+#include "blocks/conv/depthwise_conv2d.h"
+#include "core/tensor.h"
+
+namespace blockflow::conv::testing {
+
+/// A tensor of `shape` with uniform values in [-1, 1), rounded to `dtype`. With `grid` > 0 the
+/// values are multiples of 1/grid (exact in the 16-bit types).
+inline Tensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng, int grid = 0) {
+  Tensor t(dtype, shape);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    double v = u(rng);
+    if (grid > 0) v = std::round(v * grid) / grid;
+    t.SetFromDouble(i, v);
+  }
+  return t;
+}
+
+/// Attrs as JSON, the way a graph holds them.
+inline nlohmann::json AttrsJson(std::vector<int64_t> strides, const std::string& padding,
+                                const std::string& format = "NHWC",
+                                std::vector<int64_t> dilations = {1, 1, 1, 1},
+                                std::vector<int64_t> explicit_paddings = {}) {
+  return nlohmann::json{{"strides", strides},
+                        {"padding", padding},
+                        {"data_format", format},
+                        {"dilations", dilations},
+                        {"explicit_paddings", explicit_paddings}};
+}
+
+/// One convolution problem: attrs plus NHWC-order sizes.
+struct Problem {
+  bool depthwise = false;
+  std::string format = "NHWC";
+  std::string padding = "VALID";
+  int64_t n = 1, h = 1, w = 1, c = 1;  // input
+  int64_t fh = 1, fw = 1;
+  int64_t groups = 1, cog = 1;  // Conv2D: out depth = groups * cog, filter in-depth c / groups
+  int64_t mult = 1;             // depthwise
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pb = 0, pl = 0, pr = 0;  // EXPLICIT
+
+  bool nchw() const { return format == "NCHW"; }
+  std::vector<int64_t> Spatial(int64_t a, int64_t b) const {
+    return nchw() ? std::vector<int64_t>{1, 1, a, b} : std::vector<int64_t>{1, a, b, 1};
+  }
+  nlohmann::json Json() const {
+    std::vector<int64_t> pads;
+    if (padding == "EXPLICIT") {
+      pads = nchw() ? std::vector<int64_t>{0, 0, 0, 0, pt, pb, pl, pr}
+                    : std::vector<int64_t>{0, 0, pt, pb, pl, pr, 0, 0};
+    }
+    return AttrsJson(Spatial(sh, sw), padding, format, Spatial(dh, dw), pads);
+  }
+  Shape InputShape() const { return nchw() ? Shape{n, c, h, w} : Shape{n, h, w, c}; }
+  Shape FilterShape() const {
+    return depthwise ? Shape{fh, fw, c, mult} : Shape{fh, fw, c / groups, groups * cog};
+  }
+  std::string ToString() const {
+    return std::string(depthwise ? "dw" : "conv") + " " + format + " " + padding + " in[" +
+           std::to_string(n) + "," + std::to_string(h) + "," + std::to_string(w) + "," +
+           std::to_string(c) + "] f[" + std::to_string(fh) + "x" + std::to_string(fw) + "] g" +
+           std::to_string(groups) + " cog" + std::to_string(cog) + " m" + std::to_string(mult) +
+           " s" + std::to_string(sh) + "x" + std::to_string(sw) + " d" + std::to_string(dh) + "x" +
+           std::to_string(dw) + " p" + std::to_string(pt) + std::to_string(pb) +
+           std::to_string(pl) + std::to_string(pr);
+  }
+};
+
+/// Attrs and geometry of a problem (the geometry may fail, e.g. VALID with a large filter).
+struct Resolved {
+  ConvAttrs attrs;
+  ConvGeometry geometry;
+};
+inline Expected<Resolved> Resolve(const Problem& p) {
+  AttrMap m(p.Json());
+  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(m));
+  ASSIGN_OR_RETURN(ConvGeometry g,
+                   MakeConvGeometry(a, p.InputShape(), p.FilterShape(), p.depthwise));
+  return Resolved{a, g};
+}
+
+/// A random problem biased to small and odd sizes that has a valid geometry.
+inline Problem RandomProblem(std::mt19937_64& rng, bool depthwise) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (;;) {
+    Problem p;
+    p.depthwise = depthwise;
+    p.format = pick(0, 1) ? "NCHW" : "NHWC";
+    const int64_t pad = pick(0, 2);
+    p.padding = pad == 0 ? "SAME" : pad == 1 ? "VALID" : "EXPLICIT";
+    p.n = pick(0, 9) == 0 ? 0 : pick(1, 2);
+    p.h = pick(1, 9);
+    p.w = pick(1, 9);
+    p.fh = pick(1, 3);
+    p.fw = pick(1, 3);
+    if (depthwise) {
+      p.c = pick(1, 5);
+      p.mult = pick(1, 3);
+    } else {
+      p.groups = pick(0, 3) == 0 ? pick(2, 3) : 1;
+      p.c = p.groups * pick(1, 4);
+      p.cog = pick(1, 4);
+    }
+    p.sh = pick(1, 3);
+    p.sw = pick(1, 3);
+    p.dh = pick(0, 2) == 0 ? 2 : 1;
+    p.dw = pick(0, 2) == 0 ? pick(2, 3) : 1;
+    if (p.padding == "EXPLICIT") {
+      p.pt = pick(0, 2);
+      p.pb = pick(0, 2);
+      p.pl = pick(0, 2);
+      p.pr = pick(0, 2);
+    }
+    if (Resolve(p).ok()) return p;
+  }
+}
+
+/// Sum of x * y in double.
+inline double Dot(const Tensor& x, const Tensor& y) {
+  double s = 0;
+  for (int64_t i = 0; i < x.num_elements(); ++i) s += x.GetAsDouble(i) * y.GetAsDouble(i);
+  return s;
+}
+/// Sum of |x * y| in double (the scale of Dot's rounding error).
+inline double AbsDot(const Tensor& x, const Tensor& y) {
+  double s = 0;
+  for (int64_t i = 0; i < x.num_elements(); ++i)
+    s += std::fabs(x.GetAsDouble(i) * y.GetAsDouble(i));
+  return s;
+}
+
+/// The distance in units in the last place between two 16-bit floats stored as bits.
+inline int UlpDistance16(uint16_t a, uint16_t b) {
+  auto ordered = [](uint16_t v) {
+    return (v & 0x8000) ? -static_cast<int>(v & 0x7fff) : static_cast<int>(v);
+  };
+  return std::abs(ordered(a) - ordered(b));
+}
+
+/// Runs one op's kernel directly. `op` is 0..2 (forward, input grad, filter grad). Inputs are
+/// x, w, dy as relevant; returns the output.
+inline Expected<Tensor> RunOp(KernelKind kind, int op, const Resolved& r, const Tensor& x,
+                              const Tensor& w, const Tensor& dy, int threads) {
+  const ConvGeometry& g = r.geometry;
+  const ConvAttrs& a = r.attrs;
+  if (op == 0) {
+    Tensor y(x.dtype(), OutputShape(a, g));
+    RETURN_IF_ERROR(g.depthwise ? RunDepthwiseConv2d(kind, a, g, x, w, &y, threads)
+                                : RunConv2D(kind, a, g, x, w, &y, threads));
+    return y;
+  }
+  if (op == 1) {
+    Tensor dx(w.dtype(), InputShape(a, g));
+    RETURN_IF_ERROR(g.depthwise ? RunDepthwiseConv2dBackpropInput(kind, a, g, w, dy, &dx, threads)
+                                : RunConv2DBackpropInput(kind, a, g, w, dy, &dx, threads));
+    return dx;
+  }
+  Tensor dwt(x.dtype(), w.shape());
+  RETURN_IF_ERROR(g.depthwise ? RunDepthwiseConv2dBackpropFilter(kind, a, g, x, dy, &dwt, threads)
+                              : RunConv2DBackpropFilter(kind, a, g, x, dy, &dwt, threads));
+  return dwt;
+}
+
+}  // namespace blockflow::conv::testing
