@@ -44,22 +44,22 @@ std::string Suggest(const std::string& name, const std::vector<std::string>& can
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
-// Small nodes whose inputs are all known values are computed now (TensorFlow's constant
+// Small integer nodes whose inputs are all known constants are computed now (constant
 // folding), so that sizes built by arithmetic are known to the shape functions downstream.
-// Inputs and outputs both stay small, so folding never stands in for a real kernel's work.
+// Only index arithmetic folds: data (floating) computations always run their real kernels.
 constexpr int64_t kMaxFoldElements = 4096;
 
 void FoldConstants(const OpSchema& schema, const std::string& base_dir, NodeInfo* info) {
   if (schema.is_stateful() || info->inputs.empty() || info->outputs.empty()) return;
   int64_t total = 0;
   for (const PortInfo& in : info->inputs) {
-    if (!in.value || in.from_feed) return;  // feeds are data, not constants: their blocks run
+    if (!in.value || in.from_feed || IsFloatingDType(in.dtype)) return;  // feeds are data, not constants
     total += in.value->num_elements();
     if (total > kMaxFoldElements) return;
   }
   total = 0;
   for (const PortInfo& out : info->outputs) {
-    if (out.value) return;  // the shape function already knows
+    if (out.value || IsFloatingDType(out.dtype)) return;  // known already, or data
     if (!out.shape.IsFullyDefined()) return;
     total += out.shape.num_elements();
     if (total > kMaxFoldElements) return;
