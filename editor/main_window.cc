@@ -583,7 +583,7 @@ void MainWindow::showEvent(QShowEvent* event) {
     auto* palette_dock = findChild<QDockWidget*>("palette_dock");
     auto* attr_dock = findChild<QDockWidget*>("attributes_dock");
     auto* result_dock = findChild<QDockWidget*>("results_dock");
-    resizeDocks({palette_dock}, {215}, Qt::Horizontal);
+    resizeDocks({palette_dock}, {310}, Qt::Horizontal);
     resizeDocks({attr_dock}, {430}, Qt::Horizontal);
     resizeDocks({attr_dock, result_dock}, {330, 640}, Qt::Vertical);
     QTimer::singleShot(0, this, [this] { view_->FitToGraph(); });
