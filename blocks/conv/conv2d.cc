@@ -140,6 +140,7 @@ using internal::LoadVec;
 using internal::PairList;
 using internal::ReachingCols;
 using internal::ReachingRows;
+using internal::RowFn;
 using internal::StoreVec;
 
 // The filter packed for the forward tiles: for each group and each block of L output channels
@@ -526,50 +527,12 @@ BF_CONV_INLINE void BackpropFilterRowT(const ConvGeometry& g, const C* x, const 
   }
 }
 
-// One row function per (op, type, ISA). AVX-512 keeps 4 x 2 zmm accumulators; AVX2 and the
-// baseline 4 x 1 64-byte vectors (8 ymm / 16 xmm).
-template <typename C>
-using RowFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t, const C*,
-                       IntPair*);
-
-#define BF_CONV_ROW_FNS(Name, Impl, C)                                                           \
-  BF_TARGET_AVX512 void Name##Avx512(const ConvGeometry& g, const C* a, const C* b, C* c,        \
-                                     int64_t n, int64_t r, const C* z, IntPair* sc) {            \
-    Impl<C, 4, 2>(g, a, b, c, n, r, z, sc);                                                      \
-  }                                                                                              \
-  BF_TARGET_AVX2 void Name##Avx2(const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, \
-                                 int64_t r, const C* z, IntPair* sc) {                           \
-    Impl<C, 4, 1>(g, a, b, c, n, r, z, sc);                                                      \
-  }                                                                                              \
-  void Name##Base(const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, int64_t r,     \
-                  const C* z, IntPair* sc) {                                                     \
-    Impl<C, 4, 1>(g, a, b, c, n, r, z, sc);                                                      \
-  }                                                                                              \
-  RowFn<C> Name##Select(C) {                                                                     \
-    switch (internal::ActiveIsa()) {                                                             \
-      case internal::Isa::kAvx512:                                                               \
-        return Name##Avx512;                                                                     \
-      case internal::Isa::kAvx2:                                                                 \
-        return Name##Avx2;                                                                       \
-      default:                                                                                   \
-        return Name##Base;                                                                       \
-    }                                                                                            \
-  }
-
-BF_CONV_ROW_FNS(ForwardRowF, ForwardRowT, float)
-BF_CONV_ROW_FNS(ForwardRowD, ForwardRowT, double)
-BF_CONV_ROW_FNS(BackpropInputRowF, BackpropInputRowT, float)
-BF_CONV_ROW_FNS(BackpropInputRowD, BackpropInputRowT, double)
-BF_CONV_ROW_FNS(BackpropFilterRowF, BackpropFilterRowT, float)
-BF_CONV_ROW_FNS(BackpropFilterRowD, BackpropFilterRowT, double)
-#undef BF_CONV_ROW_FNS
-
-RowFn<float> SelectForward(float) { return ForwardRowFSelect(float{}); }
-RowFn<double> SelectForward(double) { return ForwardRowDSelect(double{}); }
-RowFn<float> SelectBackpropInput(float) { return BackpropInputRowFSelect(float{}); }
-RowFn<double> SelectBackpropInput(double) { return BackpropInputRowDSelect(double{}); }
-RowFn<float> SelectBackpropFilter(float) { return BackpropFilterRowFSelect(float{}); }
-RowFn<double> SelectBackpropFilter(double) { return BackpropFilterRowDSelect(double{}); }
+BF_CONV_ROW_FNS(ForwardRow, ForwardRowT, float)
+BF_CONV_ROW_FNS(ForwardRow, ForwardRowT, double)
+BF_CONV_ROW_FNS(BackpropInputRow, BackpropInputRowT, float)
+BF_CONV_ROW_FNS(BackpropInputRow, BackpropInputRowT, double)
+BF_CONV_ROW_FNS(BackpropFilterRow, BackpropFilterRowT, float)
+BF_CONV_ROW_FNS(BackpropFilterRow, BackpropFilterRowT, double)
 
 template <typename T>
 void Conv2DOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
@@ -583,7 +546,7 @@ void Conv2DOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& in
   PackForwardFilter(g, w, &packed);
   C* y = internal::OutputBuffer<T, C>(output, a.format, &ybuf);
   const std::vector<C> zeros(static_cast<size_t>(g.in_depth), C(0));
-  const RowFn<C> row = SelectForward(C{});
+  const RowFn<C> row = ForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.filter_in_depth * g.out_depth;
 #pragma omp parallel for num_threads(ThreadsFor(num_threads, rows* row_cost, 1 << 15)) \
@@ -625,7 +588,7 @@ void Conv2DBackpropInputOptimized(const ConvAttrs& a, const ConvGeometry& g, con
       }
   C* dx = internal::OutputBuffer<T, C>(input_grad, a.format, &dxbuf);
   const std::vector<C> zeros(static_cast<size_t>(co_all), C(0));
-  const RowFn<C> row = SelectBackpropInput(C{});
+  const RowFn<C> row = BackpropInputRow(C{});
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost =
       g.in_w * g.filter_h * g.filter_w * cig * co_all / (g.stride_h * g.stride_w) + g.in_w;
@@ -656,153 +619,54 @@ void Conv2DBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g, co
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * fsize;
   const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
-  const RowFn<C> row = SelectBackpropFilter(C{});
-  // One private partial sum per thread, added in thread order at the end: deterministic for a
-  // given thread count, and no atomics.
-  std::vector<C> partial(static_cast<size_t>(nt * fsize), C(0));
-#pragma omp parallel num_threads(nt)
-  {
-    C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * fsize;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      row(g, x, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr);
-  }
-  T* out = filter_grad->data<T>();
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, fsize* nt, 1 << 16)) schedule(static)
-  for (int64_t i = 0; i < fsize; ++i) {
-    C s = partial[static_cast<size_t>(i)];
-    for (int t = 1; t < nt; ++t) s += partial[static_cast<size_t>(t * fsize + i)];
-    out[i] = static_cast<T>(s);
-  }
-}
-
-Status CheckDTypes(const char* op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  if (a.dtype() != b.dtype() || a.dtype() != out.dtype() || !IsFloatingDType(a.dtype())) {
-    return InvalidArgument(std::string(op) + ": dtypes " + std::string(DTypeName(a.dtype())) +
-                           ", " + std::string(DTypeName(b.dtype())) + " and output " +
-                           std::string(DTypeName(out.dtype())) + " must be one floating dtype");
-  }
-  return Status::OK();
+  const RowFn<C> row = BackpropFilterRow(C{});
+  internal::SumRowsPerThread<T, C>(
+      rows, fsize, nt, num_threads, filter_grad->data<T>(),
+      [&](int64_t r, C* mine) { row(g, x, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr); });
 }
 
 }  // namespace
 
 Status RunConv2D(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
                  const Tensor& filter, Tensor* output, int num_threads) {
-  RETURN_IF_ERROR(CheckDTypes("Conv2D", input, filter, *output));
-  if (output->num_elements() == 0) return Status::OK();
-  return internal::Guarded("Conv2D", [&] {
-    DispatchFloat(input.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if (kind == KernelKind::kReference) {
-        Conv2DReference<T>(a, g, input.data<T>(), filter.data<T>(), output->data<T>());
-      } else {
-        Conv2DOptimized<T>(a, g, input, filter, output, num_threads);
-      }
-    });
+  return internal::RunFloatKernel("Conv2D", input, filter, output, [&](auto tag) {
+    using T = decltype(tag);
+    if (kind == KernelKind::kReference) {
+      Conv2DReference<T>(a, g, input.data<T>(), filter.data<T>(), output->data<T>());
+    } else {
+      Conv2DOptimized<T>(a, g, input, filter, output, num_threads);
+    }
   });
 }
 
 Status RunConv2DBackpropInput(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
                               const Tensor& filter, const Tensor& out_backprop, Tensor* input_grad,
                               int num_threads) {
-  RETURN_IF_ERROR(CheckDTypes("Conv2DBackpropInput", filter, out_backprop, *input_grad));
-  if (input_grad->num_elements() == 0) return Status::OK();
-  return internal::Guarded("Conv2DBackpropInput", [&] {
-    DispatchFloat(filter.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if (kind == KernelKind::kReference) {
-        Conv2DBackpropInputReference<T>(a, g, filter.data<T>(), out_backprop.data<T>(),
-                                        input_grad->data<T>());
-      } else {
-        Conv2DBackpropInputOptimized<T>(a, g, filter, out_backprop, input_grad, num_threads);
-      }
-    });
-  });
+  return internal::RunFloatKernel(
+      "Conv2DBackpropInput", filter, out_backprop, input_grad, [&](auto tag) {
+        using T = decltype(tag);
+        if (kind == KernelKind::kReference) {
+          Conv2DBackpropInputReference<T>(a, g, filter.data<T>(), out_backprop.data<T>(),
+                                          input_grad->data<T>());
+        } else {
+          Conv2DBackpropInputOptimized<T>(a, g, filter, out_backprop, input_grad, num_threads);
+        }
+      });
 }
 
 Status RunConv2DBackpropFilter(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
                                const Tensor& input, const Tensor& out_backprop, Tensor* filter_grad,
                                int num_threads) {
-  RETURN_IF_ERROR(CheckDTypes("Conv2DBackpropFilter", input, out_backprop, *filter_grad));
-  if (filter_grad->num_elements() == 0) return Status::OK();
-  return internal::Guarded("Conv2DBackpropFilter", [&] {
-    DispatchFloat(input.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if (kind == KernelKind::kReference) {
-        Conv2DBackpropFilterReference<T>(a, g, input.data<T>(), out_backprop.data<T>(),
-                                         filter_grad->data<T>());
-      } else {
-        Conv2DBackpropFilterOptimized<T>(a, g, input, out_backprop, filter_grad, num_threads);
-      }
-    });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Shape functions and kernel wrappers.
-// ---------------------------------------------------------------------------------------------
-
-Status Conv2DShape(InferContext& c) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(c.attrs()));
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, c.input(0).shape, c.input(1).shape, false));
-  c.SetOutput(0, c.input(0).dtype, OutputShape(a, g));
-  return Status::OK();
-}
-
-Status Conv2DBackpropInputShape(InferContext& c) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(c.attrs()));
-  const Shape& filter = c.input(1).shape;
-  const Shape& dy = c.input(2).shape;
-  ASSIGN_OR_RETURN(Shape input, ResolveInputSizes(a, c.input(0), filter, dy, /*allow_hw=*/true));
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, input, filter, false));
-  RETURN_IF_ERROR(CheckOutBackprop(a, g, input, filter, dy));
-  c.SetOutput(0, c.input(1).dtype, input);
-  return Status::OK();
-}
-
-Status Conv2DBackpropFilterShape(InferContext& c) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(c.attrs()));
-  const Shape& input = c.input(0).shape;
-  const Shape& dy = c.input(2).shape;
-  ASSIGN_OR_RETURN(Shape filter, ResolveFilterSizes(a, c.input(1), input, dy, /*depthwise=*/false));
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, input, filter, false));
-  RETURN_IF_ERROR(CheckOutBackprop(a, g, input, filter, dy));
-  c.SetOutput(0, c.input(0).dtype, filter);
-  return Status::OK();
-}
-
-Status Conv2DKernel(KernelContext& k, KernelKind kind) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(*k.attrs));
-  const Tensor& x = k.input(0);
-  const Tensor& w = k.input(1);
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, x.shape(), w.shape(), false));
-  Tensor& y = k.AllocateOutput(0);
-  if (y.shape() != OutputShape(a, g)) {
-    return Internal("output shape " + y.shape().ToString() + " differs from the computed " +
-                    OutputShape(a, g).ToString());
-  }
-  return RunConv2D(kind, a, g, x, w, &y, k.num_threads);
-}
-
-Status Conv2DBackpropInputKernel(KernelContext& k, KernelKind kind) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(*k.attrs));
-  const Tensor& w = k.input(1);
-  const Tensor& dy = k.input(2);
-  Tensor& dx = k.AllocateOutput(0);
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, dx.shape(), w.shape(), false));
-  RETURN_IF_ERROR(CheckOutBackprop(a, g, dx.shape(), w.shape(), dy.shape()));
-  return RunConv2DBackpropInput(kind, a, g, w, dy, &dx, k.num_threads);
-}
-
-Status Conv2DBackpropFilterKernel(KernelContext& k, KernelKind kind) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(*k.attrs));
-  const Tensor& x = k.input(0);
-  const Tensor& dy = k.input(2);
-  Tensor& dw = k.AllocateOutput(0);
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, x.shape(), dw.shape(), false));
-  RETURN_IF_ERROR(CheckOutBackprop(a, g, x.shape(), dw.shape(), dy.shape()));
-  return RunConv2DBackpropFilter(kind, a, g, x, dy, &dw, k.num_threads);
+  return internal::RunFloatKernel(
+      "Conv2DBackpropFilter", input, out_backprop, filter_grad, [&](auto tag) {
+        using T = decltype(tag);
+        if (kind == KernelKind::kReference) {
+          Conv2DBackpropFilterReference<T>(a, g, input.data<T>(), out_backprop.data<T>(),
+                                           filter_grad->data<T>());
+        } else {
+          Conv2DBackpropFilterOptimized<T>(a, g, input, out_backprop, filter_grad, num_threads);
+        }
+      });
 }
 
 }  // namespace blockflow::conv

@@ -1,5 +1,8 @@
-// Registers the six convolution blocks with TensorFlow's names, ports, attrs and rules.
+// Registers the six convolution blocks with TensorFlow's names, ports, attrs and rules, and
+// holds their shape functions and kernel wrappers: one of each per op, serving the Conv2D and
+// the depthwise family alike (`depthwise` selects the filter layout and the kernel).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "blocks/conv/conv2d.h"
@@ -9,7 +12,93 @@
 namespace blockflow {
 namespace {
 
+using conv::ConvAttrs;
+using conv::ConvGeometry;
 using conv::KernelKind;
+
+// ---------------------------------------------------------------------------------------------
+// Shape functions: check every attr and shape (TensorFlow's rules) and infer the output.
+// ---------------------------------------------------------------------------------------------
+
+Status ForwardShape(InferContext& c, bool depthwise) {
+  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(c.attrs()));
+  ASSIGN_OR_RETURN(ConvGeometry g,
+                   conv::MakeConvGeometry(a, c.input(0).shape, c.input(1).shape, depthwise));
+  c.SetOutput(0, c.input(0).dtype, conv::OutputShape(a, g));
+  return Status::OK();
+}
+
+Status BackpropInputShape(InferContext& c, bool depthwise) {
+  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(c.attrs()));
+  const Shape& filter = c.input(1).shape;
+  const Shape& dy = c.input(2).shape;
+  // Only Conv2DBackpropInput takes input_sizes as 2 values [height, width].
+  ASSIGN_OR_RETURN(Shape input,
+                   conv::ResolveInputSizes(a, c.input(0), filter, dy, /*allow_hw=*/!depthwise));
+  ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, input, filter, depthwise));
+  RETURN_IF_ERROR(conv::CheckOutBackprop(a, g, input, filter, dy));
+  // The geometry's input is `input`, with a depthwise input depth filled in from the filter.
+  c.SetOutput(0, c.input(1).dtype, conv::InputShape(a, g));
+  return Status::OK();
+}
+
+Status BackpropFilterShape(InferContext& c, bool depthwise) {
+  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(c.attrs()));
+  const Shape& input = c.input(0).shape;
+  const Shape& dy = c.input(2).shape;
+  ASSIGN_OR_RETURN(Shape filter, conv::ResolveFilterSizes(a, c.input(1), input, dy, depthwise));
+  ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, input, filter, depthwise));
+  RETURN_IF_ERROR(conv::CheckOutBackprop(a, g, input, filter, dy));
+  // A depthwise filter's in-channels equal the input depth; a Conv2D one's stay as given.
+  if (depthwise && filter.dim(2) == -1) filter.set_dim(2, g.in_depth);
+  c.SetOutput(0, c.input(0).dtype, filter);
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel wrappers: resolve the geometry from the tensors and run the family's kernel.
+// ---------------------------------------------------------------------------------------------
+
+Status ForwardKernel(KernelContext& k, KernelKind kind, bool depthwise) {
+  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(*k.attrs));
+  const Tensor& x = k.input(0);
+  const Tensor& w = k.input(1);
+  ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, x.shape(), w.shape(), depthwise));
+  Tensor& y = k.AllocateOutput(0);
+  if (y.shape() != conv::OutputShape(a, g)) {
+    return Internal("output shape " + y.shape().ToString() + " differs from the computed " +
+                    conv::OutputShape(a, g).ToString());
+  }
+  const auto run = depthwise ? conv::RunDepthwiseConv2d : conv::RunConv2D;
+  return run(kind, a, g, x, w, &y, k.num_threads);
+}
+
+Status BackpropInputKernel(KernelContext& k, KernelKind kind, bool depthwise) {
+  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(*k.attrs));
+  const Tensor& w = k.input(1);
+  const Tensor& dy = k.input(2);
+  Tensor& dx = k.AllocateOutput(0);
+  ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, dx.shape(), w.shape(), depthwise));
+  RETURN_IF_ERROR(conv::CheckOutBackprop(a, g, dx.shape(), w.shape(), dy.shape()));
+  const auto run = depthwise ? conv::RunDepthwiseConv2dBackpropInput : conv::RunConv2DBackpropInput;
+  return run(kind, a, g, w, dy, &dx, k.num_threads);
+}
+
+Status BackpropFilterKernel(KernelContext& k, KernelKind kind, bool depthwise) {
+  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(*k.attrs));
+  const Tensor& x = k.input(0);
+  const Tensor& dy = k.input(2);
+  Tensor& dw = k.AllocateOutput(0);
+  ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, x.shape(), dw.shape(), depthwise));
+  RETURN_IF_ERROR(conv::CheckOutBackprop(a, g, x.shape(), dw.shape(), dy.shape()));
+  const auto run =
+      depthwise ? conv::RunDepthwiseConv2dBackpropFilter : conv::RunConv2DBackpropFilter;
+  return run(kind, a, g, x, dy, &dw, k.num_threads);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration.
+// ---------------------------------------------------------------------------------------------
 
 // The attrs every convolution block shares, in TensorFlow's order.
 OpSchema& AddWindowAttrs(OpSchema& s, bool conv2d) {
@@ -35,8 +124,22 @@ OpSchema& AddWindowAttrs(OpSchema& s, bool conv2d) {
   return s;
 }
 
-KernelFn Kernel(Status (*fn)(KernelContext&, KernelKind), KernelKind kind) {
-  return [fn, kind](KernelContext& k) { return fn(k, kind); };
+using ConvShapeFn = Status (*)(InferContext&, bool depthwise);
+using ConvKernelFn = Status (*)(KernelContext&, KernelKind, bool depthwise);
+
+// Completes a schema whose ports are set: the shared attrs, the shape function and both kernels
+// for the Conv2D (depthwise == false) or the depthwise family; then registers it.
+void RegisterConv(OpRegistry& registry, OpSchema s, bool depthwise, ConvShapeFn shape,
+                  ConvKernelFn kernel) {
+  AddWindowAttrs(s, /*conv2d=*/!depthwise);
+  s.SetShapeFn([shape, depthwise](InferContext& c) { return shape(c, depthwise); })
+      .SetReferenceKernel([kernel, depthwise](KernelContext& k) {
+        return kernel(k, KernelKind::kReference, depthwise);
+      })
+      .SetKernel([kernel, depthwise](KernelContext& k) {
+        return kernel(k, KernelKind::kOptimized, depthwise);
+      });
+  registry.Register(std::move(s));
 }
 
 }  // namespace
@@ -57,11 +160,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Input("filter", kT, "[filter_height, filter_width, in_channels / groups, out_channels].")
         .Output("output", kT, "4-D output [batch, out_height, out_width, out_channels] (or NCHW).")
         .SameDType({"input", "filter"});
-    AddWindowAttrs(s, true);
-    s.SetShapeFn(conv::Conv2DShape)
-        .SetReferenceKernel(Kernel(conv::Conv2DKernel, KernelKind::kReference))
-        .SetKernel(Kernel(conv::Conv2DKernel, KernelKind::kOptimized));
-    registry.Register(std::move(s));
+    RegisterConv(registry, std::move(s), /*depthwise=*/false, ForwardShape, ForwardKernel);
   }
   {
     OpSchema s("Conv2DBackpropInput");
@@ -75,11 +174,8 @@ void RegisterConvBlocks(OpRegistry& registry) {
                "Gradient w.r.t. the Conv2D output; shape of the forward output.")
         .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
         .SameDType({"filter", "out_backprop"});
-    AddWindowAttrs(s, true);
-    s.SetShapeFn(conv::Conv2DBackpropInputShape)
-        .SetReferenceKernel(Kernel(conv::Conv2DBackpropInputKernel, KernelKind::kReference))
-        .SetKernel(Kernel(conv::Conv2DBackpropInputKernel, KernelKind::kOptimized));
-    registry.Register(std::move(s));
+    RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropInputShape,
+                 BackpropInputKernel);
   }
   {
     OpSchema s("Conv2DBackpropFilter");
@@ -92,11 +188,8 @@ void RegisterConvBlocks(OpRegistry& registry) {
                "Gradient w.r.t. the Conv2D output; shape of the forward output.")
         .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
         .SameDType({"input", "out_backprop"});
-    AddWindowAttrs(s, true);
-    s.SetShapeFn(conv::Conv2DBackpropFilterShape)
-        .SetReferenceKernel(Kernel(conv::Conv2DBackpropFilterKernel, KernelKind::kReference))
-        .SetKernel(Kernel(conv::Conv2DBackpropFilterKernel, KernelKind::kOptimized));
-    registry.Register(std::move(s));
+    RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropFilterShape,
+                 BackpropFilterKernel);
   }
   {
     OpSchema s("DepthwiseConv2dNative");
@@ -108,11 +201,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Input("filter", kT, "[filter_height, filter_width, in_channels, channel_multiplier].")
         .Output("output", kT, "4-D output with in_channels * channel_multiplier channels.")
         .SameDType({"input", "filter"});
-    AddWindowAttrs(s, false);
-    s.SetShapeFn(conv::DepthwiseConv2dShape)
-        .SetReferenceKernel(Kernel(conv::DepthwiseConv2dKernel, KernelKind::kReference))
-        .SetKernel(Kernel(conv::DepthwiseConv2dKernel, KernelKind::kOptimized));
-    registry.Register(std::move(s));
+    RegisterConv(registry, std::move(s), /*depthwise=*/true, ForwardShape, ForwardKernel);
   }
   {
     OpSchema s("DepthwiseConv2dNativeBackpropInput");
@@ -124,12 +213,8 @@ void RegisterConvBlocks(OpRegistry& registry) {
                "Gradient w.r.t. the depthwise output; shape of the forward output.")
         .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
         .SameDType({"filter", "out_backprop"});
-    AddWindowAttrs(s, false);
-    s.SetShapeFn(conv::DepthwiseConv2dBackpropInputShape)
-        .SetReferenceKernel(
-            Kernel(conv::DepthwiseConv2dBackpropInputKernel, KernelKind::kReference))
-        .SetKernel(Kernel(conv::DepthwiseConv2dBackpropInputKernel, KernelKind::kOptimized));
-    registry.Register(std::move(s));
+    RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropInputShape,
+                 BackpropInputKernel);
   }
   {
     OpSchema s("DepthwiseConv2dNativeBackpropFilter");
@@ -143,12 +228,8 @@ void RegisterConvBlocks(OpRegistry& registry) {
                "Gradient w.r.t. the depthwise output; shape of the forward output.")
         .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
         .SameDType({"input", "out_backprop"});
-    AddWindowAttrs(s, false);
-    s.SetShapeFn(conv::DepthwiseConv2dBackpropFilterShape)
-        .SetReferenceKernel(
-            Kernel(conv::DepthwiseConv2dBackpropFilterKernel, KernelKind::kReference))
-        .SetKernel(Kernel(conv::DepthwiseConv2dBackpropFilterKernel, KernelKind::kOptimized));
-    registry.Register(std::move(s));
+    RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropFilterShape,
+                 BackpropFilterKernel);
   }
 }
 

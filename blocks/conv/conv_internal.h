@@ -124,6 +124,18 @@ Status Guarded(const char* op, Fn&& fn) {
   return Status::OK();
 }
 
+/// Checks that the two operands `a`, `b` and `out` have one floating dtype; the message names `op`.
+Status CheckDTypes(const char* op, const Tensor& a, const Tensor& b, const Tensor& out);
+
+/// What every Run* entry point does around its kernels: checks the dtypes, returns at once for
+/// an empty output, else calls `body(T{})` with T the element type of `a` (Guarded).
+template <typename Body>
+Status RunFloatKernel(const char* op, const Tensor& a, const Tensor& b, Tensor* out, Body&& body) {
+  RETURN_IF_ERROR(CheckDTypes(op, a, b, *out));
+  if (out->num_elements() == 0) return Status::OK();
+  return Guarded(op, [&] { DispatchFloat(a.dtype(), body); });
+}
+
 /// The type a kernel computes in: float for float16, bfloat16 and float32; double for float64.
 template <typename T>
 using ComputeT = typename AccumulatorOf<T>::type;
@@ -221,6 +233,60 @@ void StoreFlat(const C* src, Tensor* out) {
   if (static_cast<const void*>(src) == static_cast<const void*>(dst)) return;
   for (int64_t i = 0; i < out->num_elements(); ++i) dst[i] = static_cast<T>(src[i]);
 }
+
+/// Runs `row(r, partial)` for every r in [0, rows) on `nt` threads, each adding into its own
+/// zeroed partial sum of `size` elements, then adds the partial sums in thread order and rounds
+/// them into `out`: deterministic for a given thread count, and no atomics.
+template <typename T, typename C, typename Row>
+void SumRowsPerThread(int64_t rows, int64_t size, int nt, int num_threads, T* out, const Row& row) {
+  std::vector<C> partial(static_cast<size_t>(nt * size), C(0));
+#pragma omp parallel num_threads(nt)
+  {
+    C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * size;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) row(r, mine);
+  }
+#pragma omp parallel for num_threads(ThreadsFor(num_threads, size* nt, 1 << 16)) schedule(static)
+  for (int64_t i = 0; i < size; ++i) {
+    C s = partial[static_cast<size_t>(i)];
+    for (int t = 1; t < nt; ++t) s += partial[static_cast<size_t>(t * size + i)];
+    out[i] = static_cast<T>(s);
+  }
+}
+
+/// The signature of every optimized row kernel: geometry, two operands, the result, the batch
+/// index and row, a zero vector for taps outside the input, and per-thread pair scratch.
+template <typename C>
+using RowFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t, const C*,
+                       IntPair*);
+
+/// Defines the row functions of one (op, compute type): `Name##Avx512`, `Name##Avx2` and
+/// `Name##Base` instantiate `Impl<C, P, NV>`, and `RowFn<C> Name(C)` picks one by ActiveIsa().
+/// AVX-512 keeps 4 x 2 zmm accumulators; AVX2 and the baseline 4 x 1 64-byte vectors (8 ymm /
+/// 16 xmm). Use it inside the kernel file's anonymous namespace.
+#define BF_CONV_ROW_FNS(Name, Impl, C)                                                           \
+  BF_TARGET_AVX512 void Name##Avx512(const ConvGeometry& g, const C* a, const C* b, C* c,        \
+                                     int64_t n, int64_t r, const C* z, IntPair* sc) {            \
+    Impl<C, 4, 2>(g, a, b, c, n, r, z, sc);                                                      \
+  }                                                                                              \
+  BF_TARGET_AVX2 void Name##Avx2(const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, \
+                                 int64_t r, const C* z, IntPair* sc) {                           \
+    Impl<C, 4, 1>(g, a, b, c, n, r, z, sc);                                                      \
+  }                                                                                              \
+  void Name##Base(const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, int64_t r,     \
+                  const C* z, IntPair* sc) {                                                     \
+    Impl<C, 4, 1>(g, a, b, c, n, r, z, sc);                                                      \
+  }                                                                                              \
+  internal::RowFn<C> Name(C) {                                                                   \
+    switch (internal::ActiveIsa()) {                                                             \
+      case internal::Isa::kAvx512:                                                               \
+        return Name##Avx512;                                                                     \
+      case internal::Isa::kAvx2:                                                                 \
+        return Name##Avx2;                                                                       \
+      default:                                                                                   \
+        return Name##Base;                                                                       \
+    }                                                                                            \
+  }
 
 /// Element offset in a rank-4 activation tensor of `format` (reference kernels).
 inline int64_t ActIndex(DataFormat format, int64_t h_size, int64_t w_size, int64_t c_size,

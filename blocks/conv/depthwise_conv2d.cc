@@ -125,6 +125,7 @@ using internal::LoadVec;
 using internal::PairList;
 using internal::ReachingCols;
 using internal::ReachingRows;
+using internal::RowFn;
 using internal::StoreVec;
 
 // Forward tile: y[ow0 + p, c0 + c] for p < P, c < NV*L, = sum over valid (kh, kw) of
@@ -346,43 +347,12 @@ BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* __restr
   }
 }
 
-template <typename C>
-using RowFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t, const C*,
-                       IntPair*);
-
-// One row function per (op, type, ISA). AVX-512 tiles 4 x 2 zmm; AVX2 and baseline 4 x 1 64-byte
-// vectors (8 ymm / 16 xmm).
-#define BF_DW_ROW_FNS(Name, Impl, C)                                                             \
-  BF_TARGET_AVX512 void Name##Avx512(const ConvGeometry& g, const C* a, const C* b, C* c,        \
-                                     int64_t n, int64_t r, const C* z, IntPair* sc) {            \
-    Impl<C, 4, 2>(g, a, b, c, n, r, z, sc);                                                      \
-  }                                                                                              \
-  BF_TARGET_AVX2 void Name##Avx2(const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, \
-                                 int64_t r, const C* z, IntPair* sc) {                           \
-    Impl<C, 4, 1>(g, a, b, c, n, r, z, sc);                                                      \
-  }                                                                                              \
-  void Name##Base(const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, int64_t r,     \
-                  const C* z, IntPair* sc) {                                                     \
-    Impl<C, 4, 1>(g, a, b, c, n, r, z, sc);                                                      \
-  }                                                                                              \
-  RowFn<C> Name(C) {                                                                             \
-    switch (internal::ActiveIsa()) {                                                             \
-      case internal::Isa::kAvx512:                                                               \
-        return Name##Avx512;                                                                     \
-      case internal::Isa::kAvx2:                                                                 \
-        return Name##Avx2;                                                                       \
-      default:                                                                                   \
-        return Name##Base;                                                                       \
-    }                                                                                            \
-  }
-
-BF_DW_ROW_FNS(DwForwardRow, DwForwardRowT, float)
-BF_DW_ROW_FNS(DwForwardRow, DwForwardRowT, double)
-BF_DW_ROW_FNS(DwBackpropInputRow, DwBackpropInputRowT, float)
-BF_DW_ROW_FNS(DwBackpropInputRow, DwBackpropInputRowT, double)
-BF_DW_ROW_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, float)
-BF_DW_ROW_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, double)
-#undef BF_DW_ROW_FNS
+BF_CONV_ROW_FNS(DwForwardRow, DwForwardRowT, float)
+BF_CONV_ROW_FNS(DwForwardRow, DwForwardRowT, double)
+BF_CONV_ROW_FNS(DwBackpropInputRow, DwBackpropInputRowT, float)
+BF_CONV_ROW_FNS(DwBackpropInputRow, DwBackpropInputRowT, double)
+BF_CONV_ROW_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, float)
+BF_CONV_ROW_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, double)
 
 // The geometry of the multiplier-1 problem with C*M channels that a multiplier M reduces to.
 ConvGeometry Expanded(const ConvGeometry& g) {
@@ -493,30 +463,10 @@ void DepthwiseBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g,
   const int64_t rows = g.batch * g.out_h;
   const int nt = ThreadsFor(num_threads, rows * g.out_w * fsize, 1 << 15);
   const RowFn<C> row = DwBackpropFilterRow(C{});
-  // Private partial sums per thread, added in thread order: deterministic, no atomics.
-  std::vector<C> partial(static_cast<size_t>(nt * fsize), C(0));
-#pragma omp parallel num_threads(nt)
-  {
-    C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * fsize;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      row(e, xe, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr);
-  }
-  T* out = filter_grad->data<T>();
-  for (int64_t i = 0; i < fsize; ++i) {
-    C s = partial[static_cast<size_t>(i)];
-    for (int t = 1; t < nt; ++t) s += partial[static_cast<size_t>(t * fsize + i)];
-    out[i] = static_cast<T>(s);
-  }
-}
-
-Status CheckDTypes(const char* op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  if (a.dtype() != b.dtype() || a.dtype() != out.dtype() || !IsFloatingDType(a.dtype())) {
-    return InvalidArgument(std::string(op) + ": dtypes " + std::string(DTypeName(a.dtype())) +
-                           ", " + std::string(DTypeName(b.dtype())) + " and output " +
-                           std::string(DTypeName(out.dtype())) + " must be one floating dtype");
-  }
-  return Status::OK();
+  internal::SumRowsPerThread<T, C>(
+      rows, fsize, nt, num_threads, filter_grad->data<T>(), [&](int64_t r, C* mine) {
+        row(e, xe, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr);
+      });
 }
 
 }  // namespace
@@ -524,123 +474,44 @@ Status CheckDTypes(const char* op, const Tensor& a, const Tensor& b, const Tenso
 Status RunDepthwiseConv2d(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
                           const Tensor& input, const Tensor& filter, Tensor* output,
                           int num_threads) {
-  RETURN_IF_ERROR(CheckDTypes("DepthwiseConv2dNative", input, filter, *output));
-  if (output->num_elements() == 0) return Status::OK();
-  return internal::Guarded("DepthwiseConv2dNative", [&] {
-    DispatchFloat(input.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if (kind == KernelKind::kReference) {
-        DepthwiseReference<T>(a, g, input.data<T>(), filter.data<T>(), output->data<T>());
-      } else {
-        DepthwiseOptimized<T>(a, g, input, filter, output, num_threads);
-      }
-    });
+  return internal::RunFloatKernel("DepthwiseConv2dNative", input, filter, output, [&](auto tag) {
+    using T = decltype(tag);
+    if (kind == KernelKind::kReference) {
+      DepthwiseReference<T>(a, g, input.data<T>(), filter.data<T>(), output->data<T>());
+    } else {
+      DepthwiseOptimized<T>(a, g, input, filter, output, num_threads);
+    }
   });
 }
 
 Status RunDepthwiseConv2dBackpropInput(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
                                        const Tensor& filter, const Tensor& out_backprop,
                                        Tensor* input_grad, int num_threads) {
-  RETURN_IF_ERROR(
-      CheckDTypes("DepthwiseConv2dNativeBackpropInput", filter, out_backprop, *input_grad));
-  if (input_grad->num_elements() == 0) return Status::OK();
-  return internal::Guarded("DepthwiseConv2dNativeBackpropInput", [&] {
-    DispatchFloat(filter.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if (kind == KernelKind::kReference) {
-        DepthwiseBackpropInputReference<T>(a, g, filter.data<T>(), out_backprop.data<T>(),
-                                           input_grad->data<T>());
-      } else {
-        DepthwiseBackpropInputOptimized<T>(a, g, filter, out_backprop, input_grad, num_threads);
-      }
-    });
-  });
+  return internal::RunFloatKernel(
+      "DepthwiseConv2dNativeBackpropInput", filter, out_backprop, input_grad, [&](auto tag) {
+        using T = decltype(tag);
+        if (kind == KernelKind::kReference) {
+          DepthwiseBackpropInputReference<T>(a, g, filter.data<T>(), out_backprop.data<T>(),
+                                             input_grad->data<T>());
+        } else {
+          DepthwiseBackpropInputOptimized<T>(a, g, filter, out_backprop, input_grad, num_threads);
+        }
+      });
 }
 
 Status RunDepthwiseConv2dBackpropFilter(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
                                         const Tensor& input, const Tensor& out_backprop,
                                         Tensor* filter_grad, int num_threads) {
-  RETURN_IF_ERROR(
-      CheckDTypes("DepthwiseConv2dNativeBackpropFilter", input, out_backprop, *filter_grad));
-  if (filter_grad->num_elements() == 0) return Status::OK();
-  return internal::Guarded("DepthwiseConv2dNativeBackpropFilter", [&] {
-    DispatchFloat(input.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if (kind == KernelKind::kReference) {
-        DepthwiseBackpropFilterReference<T>(a, g, input.data<T>(), out_backprop.data<T>(),
-                                            filter_grad->data<T>());
-      } else {
-        DepthwiseBackpropFilterOptimized<T>(a, g, input, out_backprop, filter_grad, num_threads);
-      }
-    });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Shape functions and kernel wrappers.
-// ---------------------------------------------------------------------------------------------
-
-Status DepthwiseConv2dShape(InferContext& c) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(c.attrs()));
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, c.input(0).shape, c.input(1).shape, true));
-  c.SetOutput(0, c.input(0).dtype, OutputShape(a, g));
-  return Status::OK();
-}
-
-Status DepthwiseConv2dBackpropInputShape(InferContext& c) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(c.attrs()));
-  const Shape& filter = c.input(1).shape;
-  const Shape& dy = c.input(2).shape;
-  ASSIGN_OR_RETURN(Shape input, ResolveInputSizes(a, c.input(0), filter, dy, /*allow_hw=*/false));
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, input, filter, true));
-  RETURN_IF_ERROR(CheckOutBackprop(a, g, input, filter, dy));
-  c.SetOutput(0, c.input(1).dtype, InputShape(a, g));
-  return Status::OK();
-}
-
-Status DepthwiseConv2dBackpropFilterShape(InferContext& c) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(c.attrs()));
-  const Shape& input = c.input(0).shape;
-  const Shape& dy = c.input(2).shape;
-  ASSIGN_OR_RETURN(Shape filter, ResolveFilterSizes(a, c.input(1), input, dy, /*depthwise=*/true));
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, input, filter, true));
-  RETURN_IF_ERROR(CheckOutBackprop(a, g, input, filter, dy));
-  if (filter.dim(2) == -1) filter.set_dim(2, g.in_depth);
-  c.SetOutput(0, c.input(0).dtype, filter);
-  return Status::OK();
-}
-
-Status DepthwiseConv2dKernel(KernelContext& k, KernelKind kind) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(*k.attrs));
-  const Tensor& x = k.input(0);
-  const Tensor& w = k.input(1);
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, x.shape(), w.shape(), true));
-  Tensor& y = k.AllocateOutput(0);
-  if (y.shape() != OutputShape(a, g)) {
-    return Internal("output shape " + y.shape().ToString() + " differs from the computed " +
-                    OutputShape(a, g).ToString());
-  }
-  return RunDepthwiseConv2d(kind, a, g, x, w, &y, k.num_threads);
-}
-
-Status DepthwiseConv2dBackpropInputKernel(KernelContext& k, KernelKind kind) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(*k.attrs));
-  const Tensor& w = k.input(1);
-  const Tensor& dy = k.input(2);
-  Tensor& dx = k.AllocateOutput(0);
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, dx.shape(), w.shape(), true));
-  RETURN_IF_ERROR(CheckOutBackprop(a, g, dx.shape(), w.shape(), dy.shape()));
-  return RunDepthwiseConv2dBackpropInput(kind, a, g, w, dy, &dx, k.num_threads);
-}
-
-Status DepthwiseConv2dBackpropFilterKernel(KernelContext& k, KernelKind kind) {
-  ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(*k.attrs));
-  const Tensor& x = k.input(0);
-  const Tensor& dy = k.input(2);
-  Tensor& dw = k.AllocateOutput(0);
-  ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, x.shape(), dw.shape(), true));
-  RETURN_IF_ERROR(CheckOutBackprop(a, g, x.shape(), dw.shape(), dy.shape()));
-  return RunDepthwiseConv2dBackpropFilter(kind, a, g, x, dy, &dw, k.num_threads);
+  return internal::RunFloatKernel(
+      "DepthwiseConv2dNativeBackpropFilter", input, out_backprop, filter_grad, [&](auto tag) {
+        using T = decltype(tag);
+        if (kind == KernelKind::kReference) {
+          DepthwiseBackpropFilterReference<T>(a, g, input.data<T>(), out_backprop.data<T>(),
+                                              filter_grad->data<T>());
+        } else {
+          DepthwiseBackpropFilterOptimized<T>(a, g, input, out_backprop, filter_grad, num_threads);
+        }
+      });
 }
 
 }  // namespace blockflow::conv

@@ -1,6 +1,7 @@
 // The depthwise family: DepthwiseConv2dNative and its input and filter gradients. Filter
 // [fh, fw, in_channels, multiplier]; output channel c*M + m comes from input channel c and
-// multiplier m. Shape functions and kernels.
+// multiplier m: the kernels. Their shape functions and kernel wrappers, shared with Conv2D, are
+// in conv_blocks.cc.
 //
 //   ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, x.shape(), w.shape(),
 //   /*depthwise=*/true)); Tensor y(x.dtype(), OutputShape(a, g));
@@ -9,20 +10,9 @@
 
 #include "blocks/conv/conv2d.h"
 #include "blocks/conv/conv_geometry.h"
-#include "core/schema.h"
 #include "core/tensor.h"
 
 namespace blockflow::conv {
-
-// Shape functions: check every attr and shape (TensorFlow's rules) and infer the output.
-Status DepthwiseConv2dShape(InferContext& c);
-Status DepthwiseConv2dBackpropInputShape(InferContext& c);
-Status DepthwiseConv2dBackpropFilterShape(InferContext& c);
-
-// Kernels as registered with the schemas.
-Status DepthwiseConv2dKernel(KernelContext& k, KernelKind kind);
-Status DepthwiseConv2dBackpropInputKernel(KernelContext& k, KernelKind kind);
-Status DepthwiseConv2dBackpropFilterKernel(KernelContext& k, KernelKind kind);
 
 // Direct entry points (tests and benchmarks): tensors in `a.format`, filter [fh, fw, C, M],
 // `output` already allocated with the right dtype and shape. Every output element is written.
