@@ -42,9 +42,12 @@ std::string AllowedText(const AttrDef& a) {
 std::string Cell(const std::string& text) {
   std::string s;
   for (char c : text) {
-    if (c == '|') s += "\\|";
-    else if (c == '\n') s += ' ';
-    else s += c;
+    if (c == '|')
+      s += "\\|";
+    else if (c == '\n')
+      s += ' ';
+    else
+      s += c;
   }
   return s.empty() ? " " : s;
 }
@@ -60,9 +63,12 @@ std::map<std::string, std::vector<const OpSchema*>> ByCategory(const OpRegistry&
 std::string Anchor(const std::string& heading) {
   std::string a;
   for (char c : heading) {
-    if (std::isalnum(static_cast<unsigned char>(c))) a += static_cast<char>(std::tolower(c));
-    else if (c == ' ' || c == '-') a += '-';
-    else if (c == '_') a += '_';
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      a += static_cast<char>(std::tolower(c));
+    else if (c == ' ' || c == '-')
+      a += '-';
+    else if (c == '_')
+      a += '_';
   }
   return a;
 }
@@ -98,30 +104,32 @@ std::string CatalogText(const OpRegistry& registry) {
   return o.str();
 }
 
-nlohmann::json CatalogJson(const OpRegistry& registry) {
-  nlohmann::json ops = nlohmann::json::array();
+nlohmann::ordered_json CatalogJson(const OpRegistry& registry) {
+  using ojson = nlohmann::ordered_json;
+  ojson ops = ojson::array();
   for (const OpSchema* s : registry.All()) {
-    nlohmann::json op;
+    ojson op;
     op["name"] = s->name();
     op["category"] = s->category();
     op["doc"] = s->doc();
-    op["inputs"] = nlohmann::json::array();
+    op["inputs"] = ojson::array();
     for (const PortDef& p : s->inputs()) {
-      op["inputs"].push_back({{"name", p.name}, {"dtypes", DTypeJson(p.dtypes)}, {"list", p.is_list},
-                              {"doc", p.doc}});
+      op["inputs"].push_back(ojson{
+          {"name", p.name}, {"dtypes", DTypeJson(p.dtypes)}, {"list", p.is_list}, {"doc", p.doc}});
     }
-    op["outputs"] = nlohmann::json::array();
+    op["outputs"] = ojson::array();
     for (const OutputDef& p : s->outputs()) {
-      op["outputs"].push_back({{"name", p.name}, {"dtypes", DTypeJson(p.dtypes)}, {"doc", p.doc}});
+      op["outputs"].push_back(
+          ojson{{"name", p.name}, {"dtypes", DTypeJson(p.dtypes)}, {"doc", p.doc}});
     }
     op["variadic_outputs"] = s->variadic_outputs();
-    op["attrs"] = nlohmann::json::array();
+    op["attrs"] = ojson::array();
     for (const AttrDef& a : s->attrs()) {
-      nlohmann::json j{{"name", a.name},
-                       {"type", std::string(AttrTypeName(a.type))},
-                       {"required", a.required || a.default_value.is_null()},
-                       {"default", a.default_value},
-                       {"doc", a.doc}};
+      ojson j{{"name", a.name},
+              {"type", std::string(AttrTypeName(a.type))},
+              {"required", a.required || a.default_value.is_null()},
+              {"default", ojson::parse(a.default_value.dump())},
+              {"doc", a.doc}};
       if (!a.allowed.empty()) j["allowed"] = a.allowed;
       op["attrs"].push_back(std::move(j));
     }
@@ -129,7 +137,7 @@ nlohmann::json CatalogJson(const OpRegistry& registry) {
     op["has_optimized_kernel"] = s->has_optimized_kernel();
     ops.push_back(std::move(op));
   }
-  return nlohmann::json{{"ops", std::move(ops)}};
+  return ojson{{"ops", std::move(ops)}};
 }
 
 std::string CatalogMarkdown(const OpRegistry& registry) {
@@ -158,8 +166,8 @@ std::string CatalogMarkdown(const OpRegistry& registry) {
       if (!s->inputs().empty()) {
         o << "| input | dtypes | description |\n|---|---|---|\n";
         for (const PortDef& p : s->inputs()) {
-          o << "| `" << p.name << "`" << (p.is_list ? " (list)" : "") << " | " << Cell(DTypeList(p.dtypes))
-            << " | " << Cell(p.doc) << " |\n";
+          o << "| `" << p.name << "`" << (p.is_list ? " (list)" : "") << " | "
+            << Cell(DTypeList(p.dtypes)) << " | " << Cell(p.doc) << " |\n";
         }
         o << "\n";
       }
@@ -168,8 +176,8 @@ std::string CatalogMarkdown(const OpRegistry& registry) {
         for (size_t i = 0; i < s->outputs().size(); ++i) {
           const OutputDef& p = s->outputs()[i];
           bool repeats = s->variadic_outputs() && i + 1 == s->outputs().size();
-          o << "| `" << p.name << "`" << (repeats ? " (repeated)" : "") << " | " << Cell(DTypeList(p.dtypes))
-            << " | " << Cell(p.doc) << " |\n";
+          o << "| `" << p.name << "`" << (repeats ? " (repeated)" : "") << " | "
+            << Cell(DTypeList(p.dtypes)) << " | " << Cell(p.doc) << " |\n";
         }
         o << "\n";
       }
@@ -190,9 +198,12 @@ std::string CatalogMarkdown(const OpRegistry& registry) {
       }
     }
   }
+  // Sections end with a blank line and start with one: collapse the doubles, and end
+  // with exactly one newline so the committed file and the generator agree.
   std::string text = o.str();
-  // One trailing newline exactly, so the committed file and the generator agree.
-  while (text.size() > 1 && text[text.size() - 1] == '\n' && text[text.size() - 2] == '\n') text.pop_back();
+  for (size_t pos; (pos = text.find("\n\n\n")) != std::string::npos;) text.erase(pos, 1);
+  while (text.size() > 1 && text[text.size() - 1] == '\n' && text[text.size() - 2] == '\n')
+    text.pop_back();
   return text;
 }
 

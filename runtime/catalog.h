@@ -5,9 +5,8 @@
 //   std::string md = CatalogMarkdown(OpRegistry::Global());
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/schema.h"
 
@@ -15,8 +14,8 @@ namespace blockflow::cli {
 
 /// Every block with ports, dtypes, attrs (type, default, allowed values) and docs, as text.
 std::string CatalogText(const OpRegistry& registry);
-/// The same as a JSON object {"ops": [...]}.
-nlohmann::json CatalogJson(const OpRegistry& registry);
+/// The same as a JSON object {"ops": [...]}, keys in a readable order (name first).
+nlohmann::ordered_json CatalogJson(const OpRegistry& registry);
 /// The same as Markdown: the generated docs/blocks.md.
 std::string CatalogMarkdown(const OpRegistry& registry);
 

@@ -11,11 +11,10 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "blocks/register_blocks.h"
 #include "core/graph.h"
@@ -83,14 +82,16 @@ const std::map<std::string, CommandHelp>& Helps() {
         "Runs the graph once, then times each block's kernel alone with its inputs ready.\n"
         "  --warmup K   untimed runs per block first (default 2)\n"
         "  --repeat N   timed runs per block (default 10)\n"
-        "  --json       print {\"nodes\": [{\"id\", \"op\", \"ms_min\", \"ms_median\", \"ms_max\"}...],\n"
+        "  --json       print {\"nodes\": [{\"id\", \"op\", \"ms_min\", \"ms_median\", "
+        "\"ms_max\"}...],\n"
         "               \"total_ms_median\": ...}\n"}},
       {"ops",
        {"usage: blockflow ops [--json | --markdown]\n",
         "Lists every block: ports and dtypes, attributes with type, default, allowed values.\n"
         "docs/blocks.md is `blockflow ops --markdown`.\n"}},
       {"import-tf",
-       {"usage: blockflow import-tf GRAPHDEF -o GRAPH.json [--fetch NAME]... [--feed NAME[:K]]...\n",
+       {"usage: blockflow import-tf GRAPHDEF -o GRAPH.json [--fetch NAME]... [--feed "
+        "NAME[:K]]...\n",
         "Converts a TensorFlow GraphDef (binary .pb, text .pbtxt, or protobuf JSON .json) to a\n"
         "blockflow graph. Control edges are dropped; TensorFlow-only attrs are dropped.\n"
         "  -o, --output GRAPH.json  the graph to write (Const values with more than 64\n"
@@ -117,6 +118,20 @@ int UsageError(std::ostream& err, const std::string& command, const std::string&
 void PrintHelp(std::ostream& out, const std::string& command) {
   const CommandHelp& h = Helps().at(command);
   out << h.usage << "\n" << h.details;
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
 }
 
 // ---------------------------------------------------------------------------
@@ -227,20 +242,23 @@ std::optional<Loaded> LoadAndValidate(const std::string& path, std::ostream& err
 
 // Reads the --feed files, checking each against its Placeholder's dtype and shape.
 // Prints every problem; returns false when any.
-bool ReadFeeds(const Loaded& l, const std::string& path, const std::vector<std::pair<std::string, std::string>>& feeds,
+bool ReadFeeds(const Loaded& l, const std::string& path,
+               const std::vector<std::pair<std::string, std::string>>& feeds,
                std::map<std::string, Tensor>* out, std::ostream& err) {
   bool ok = true;
   for (const auto& [id, file] : feeds) {
     const int index = l.graph.IndexOf(id);
     if (index < 0) {
-      PrintError(err, path, "--feed " + id + "=" + file + ": there is no node '" + id + "' in the graph");
+      PrintError(err, path,
+                 "--feed " + id + "=" + file + ": there is no node '" + id + "' in the graph");
       ok = false;
       continue;
     }
     const Node& node = l.graph.nodes()[static_cast<size_t>(index)];
     const std::string who = "node '" + id + "' (" + node.op + "): ";
     if (node.op != "Placeholder") {
-      PrintError(err, path, who + "cannot be fed from '" + file + "': only a Placeholder can be fed");
+      PrintError(err, path,
+                 who + "cannot be fed from '" + file + "': only a Placeholder can be fed");
       ok = false;
       continue;
     }
@@ -263,14 +281,16 @@ bool ReadFeeds(const Loaded& l, const std::string& path, const std::vector<std::
       continue;
     }
     if (t->dtype() != want.dtype) {
-      PrintError(err, path, who + "fed " + std::string(DTypeName(t->dtype())) + " from '" + file +
-                                "', but the Placeholder's dtype is " + std::string(DTypeName(want.dtype)));
+      PrintError(err, path,
+                 who + "fed " + std::string(DTypeName(t->dtype())) + " from '" + file +
+                     "', but the Placeholder's dtype is " + std::string(DTypeName(want.dtype)));
       ok = false;
       continue;
     }
     if (t->shape().rank() != want.shape.rank() || !want.shape.IsCompatibleWith(t->shape())) {
-      PrintError(err, path, who + "fed shape " + t->shape().ToString() + " from '" + file +
-                                "', but the Placeholder's shape is " + want.shape.ToString());
+      PrintError(err, path,
+                 who + "fed shape " + t->shape().ToString() + " from '" + file +
+                     "', but the Placeholder's shape is " + want.shape.ToString());
       ok = false;
       continue;
     }
@@ -280,7 +300,8 @@ bool ReadFeeds(const Loaded& l, const std::string& path, const std::vector<std::
 }
 
 // Checks the fetches and that every Placeholder they need is fed; prints problems.
-bool CheckFetchesAndFeeds(const Loaded& l, const std::string& path, const std::vector<std::string>& fetches,
+bool CheckFetchesAndFeeds(const Loaded& l, const std::string& path,
+                          const std::vector<std::string>& fetches,
                           const std::map<std::string, Tensor>& feeds, std::ostream& err) {
   bool ok = true;
   const auto& nodes = l.graph.nodes();
@@ -301,8 +322,9 @@ bool CheckFetchesAndFeeds(const Loaded& l, const std::string& path, const std::v
     const Node& node = nodes[static_cast<size_t>(index)];
     const size_t num_outputs = l.analysis.nodes[static_cast<size_t>(index)].outputs.size();
     if (ep->index < 0 || static_cast<size_t>(ep->index) >= num_outputs) {
-      PrintError(err, path, "node '" + node.id + "' (" + node.op + "): --fetch " + f + ": it has " +
-                                std::to_string(num_outputs) + " output" + (num_outputs == 1 ? "" : "s"));
+      PrintError(err, path,
+                 "node '" + node.id + "' (" + node.op + "): --fetch " + f + ": it has " +
+                     std::to_string(num_outputs) + " output" + (num_outputs == 1 ? "" : "s"));
       ok = false;
       continue;
     }
@@ -319,7 +341,8 @@ bool CheckFetchesAndFeeds(const Loaded& l, const std::string& path, const std::v
     if (node->op == "Placeholder" && !feeds.count(id)) {
       std::string hint = "pass --feed " + id + "=FILE.npy";
       if (node->ui.is_object() && node->ui.contains("feed") && node->ui["feed"].is_string()) {
-        std::filesystem::path f = std::filesystem::path(l.graph.base_dir) / node->ui["feed"].get<std::string>();
+        std::filesystem::path f =
+            std::filesystem::path(l.graph.base_dir) / node->ui["feed"].get<std::string>();
         hint += " (the graph suggests --feed " + id + "=" + f.lexically_normal().string() + ")";
       }
       PrintError(err, path, "node '" + id + "' (Placeholder): needs a value: " + hint);
@@ -426,18 +449,21 @@ int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ost
   Session session(l->graph);
   std::vector<std::string> fetches = a.fetches.empty() ? session.DefaultFetches() : a.fetches;
   if (fetches.empty()) {
-    PrintError(err, a.graph, "nothing to fetch: the graph has no outputs");
-    return kExitFailure;
+    // A valid graph with no outputs (empty, or only NoOps): nothing to compute is not an error.
+    err << "note: " << a.graph << ": the graph has no outputs; nothing to run\n";
+    return kExitOk;
   }
   if (!CheckFetchesAndFeeds(*l, a.graph, fetches, feeds, err)) return kExitFailure;
+  GraphAnalysis fed;
   if (!feeds.empty()) {
     // Fed shapes can expose errors that unknown dims hid; report all of them, not the first.
-    GraphAnalysis fed = AnalyzeGraph(l->graph, OpRegistry::Global(), &feeds);
+    fed = AnalyzeGraph(l->graph, OpRegistry::Global(), &feeds);
     if (!fed.ok()) {
       for (const NodeIssue& issue : fed.issues) PrintError(err, a.graph, issue.ToString());
       return kExitFailure;
     }
   }
+  const GraphAnalysis& final_analysis = feeds.empty() ? l->analysis : fed;
 
   RunObserver observer(isatty(STDERR_FILENO) == 1, err);
   RunOptions options;
@@ -459,8 +485,9 @@ int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ost
     return kExitFailure;
   }
   if (outputs.size() != fetches.size()) {
-    PrintError(err, a.graph, "internal error: " + std::to_string(outputs.size()) + " outputs for " +
-                                 std::to_string(fetches.size()) + " fetches");
+    PrintError(err, a.graph,
+               "internal error: " + std::to_string(outputs.size()) + " outputs for " +
+                   std::to_string(fetches.size()) + " fetches");
     return kExitFailure;
   }
 
@@ -470,26 +497,42 @@ int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ost
     const Endpoint ep = *Endpoint::Parse(fetches[i]);
     const Tensor& t = outputs[i];
     const TensorStats st = t.Stats();
-    std::vector<std::string> row = {ep.node, std::to_string(ep.index), std::string(DTypeName(t.dtype())),
-                                    t.shape().ToString()};
+    std::vector<std::string> row = {ep.node, std::to_string(ep.index),
+                                    std::string(DTypeName(t.dtype())), t.shape().ToString()};
     if (st.count == st.nan_count + st.inf_count) {
       row.insert(row.end(), {"-", "-", "-"});
     } else {
       row.insert(row.end(), {FormatNumber(st.min), FormatNumber(st.max), FormatNumber(st.mean)});
     }
     if (st.nan_count || st.inf_count) {
-      row.back() += "  (" + std::to_string(st.nan_count) + " NaN, " + std::to_string(st.inf_count) + " Inf)";
+      row.back() +=
+          "  (" + std::to_string(st.nan_count) + " NaN, " + std::to_string(st.inf_count) + " Inf)";
     }
     table.Add(std::move(row));
   }
   table.Print(out);
 
   if (a.profile) {
-    std::vector<RunObserver::Timing> times = observer.times();
+    // Nodes whose values analysis already knew (constants, fed Placeholders, what folds
+    // from them) run no kernel; list only the blocks that computed something.
+    std::vector<RunObserver::Timing> times;
+    size_t folded = 0;
+    for (const auto& t : observer.times()) {
+      const int index = l->graph.IndexOf(t.id);
+      const auto& outs = final_analysis.nodes[static_cast<size_t>(index)].outputs;
+      if (!outs.empty() &&
+          std::all_of(outs.begin(), outs.end(), [](const PortInfo& o) { return o.value; })) {
+        ++folded;
+      } else {
+        times.push_back(t);
+      }
+    }
     double sum = 0;
     for (const auto& t : times) sum += t.ms;
-    out << "\nprofile (" << times.size() << " blocks ran; kernel time " << FormatMs(sum) << " ms, wall "
-        << FormatMs(wall_ms) << " ms):\n";
+    out << "\nprofile: " << times.size() << " block" << (times.size() == 1 ? "" : "s")
+        << " ran (kernel time " << FormatMs(sum) << " ms, wall " << FormatMs(wall_ms) << " ms); "
+        << folded << " node" << (folded == 1 ? "" : "s")
+        << " folded (values known before the run)\n";
     Table prof({"node", "op", "ms", "%"}, {false, false, true, true});
     for (const auto& t : times) {
       char pct[16];
@@ -510,7 +553,8 @@ int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ost
         return kExitFailure;
       }
     }
-    err << "wrote " << fetches.size() << " file" << (fetches.size() == 1 ? "" : "s") << " to " << a.out_dir << "\n";
+    err << "wrote " << fetches.size() << " file" << (fetches.size() == 1 ? "" : "s") << " to "
+        << a.out_dir << "\n";
   }
   return kExitOk;
 }
@@ -526,7 +570,8 @@ int CommandValidate(const std::vector<std::string>& args, std::ostream& out, std
     return kExitOk;
   }
   if (p->positional.size() != 1) {
-    return UsageError(err, "validate", p->positional.empty() ? "missing GRAPH.json" : "expected one GRAPH.json");
+    return UsageError(err, "validate",
+                      p->positional.empty() ? "missing GRAPH.json" : "expected one GRAPH.json");
   }
   const std::string path = p->positional[0];
   Expected<Graph> g = LoadGraphFile(path);
@@ -552,8 +597,8 @@ int CommandValidate(const std::vector<std::string>& args, std::ostream& out, std
   }
   table.Print(out);
   for (const NodeIssue& issue : a.issues) PrintError(err, path, issue.ToString());
-  out << path << ": " << nodes.size() << " node" << (nodes.size() == 1 ? "" : "s") << ", " << a.issues.size()
-      << " error" << (a.issues.size() == 1 ? "" : "s") << "\n";
+  out << path << ": " << nodes.size() << " node" << (nodes.size() == 1 ? "" : "s") << ", "
+      << a.issues.size() << " error" << (a.issues.size() == 1 ? "" : "s") << "\n";
   return a.ok() ? kExitOk : kExitFailure;
 }
 
@@ -608,8 +653,9 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
     const NodeInfo& info = fed.nodes[static_cast<size_t>(index)];
     // Nodes the run skipped, or whose values analysis already knew (constants and what
     // folds from them), run no kernel at run time: nothing to time.
-    const bool folded = !info.outputs.empty() &&
-                        std::all_of(info.outputs.begin(), info.outputs.end(), [](const PortInfo& o) { return o.value; });
+    const bool folded =
+        !info.outputs.empty() && std::all_of(info.outputs.begin(), info.outputs.end(),
+                                             [](const PortInfo& o) { return o.value; });
     if (!all.count(node.id) || folded) continue;
     const OpSchema* schema = OpRegistry::Global().Find(node.op);
     std::vector<const Tensor*> inputs;
@@ -625,7 +671,8 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
         }
         const int src = l->graph.IndexOf(e.node);
         const NodeInfo& src_info = fed.nodes[static_cast<size_t>(src)];
-        if (static_cast<size_t>(e.index) < src_info.outputs.size() && src_info.outputs[e.index].value) {
+        if (static_cast<size_t>(e.index) < src_info.outputs.size() &&
+            src_info.outputs[e.index].value) {
           inputs.push_back(src_info.outputs[static_cast<size_t>(e.index)].value.get());
           continue;
         }
@@ -637,7 +684,8 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
       }
     }
     if (!have_inputs) {
-      PrintError(err, a.graph, "node '" + node.id + "' (" + node.op + "): bench could not gather its inputs");
+      PrintError(err, a.graph,
+                 "node '" + node.id + "' (" + node.op + "): bench could not gather its inputs");
       return kExitFailure;
     }
     std::vector<double> ms;
@@ -651,7 +699,8 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
       Status ks = RunNodeKernel(*schema, info, inputs, &outs, options, l->graph.base_dir);
       const double t = MsSince(t0);
       if (!ks.ok()) {
-        PrintError(err, a.graph, ks.WithPrefix("node '" + node.id + "' (" + node.op + "): ").message());
+        PrintError(err, a.graph,
+                   ks.WithPrefix("node '" + node.id + "' (" + node.op + "): ").message());
         return kExitFailure;
       }
       if (r >= a.warmup) ms.push_back(t);
@@ -664,20 +713,24 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
   double total = 0;
   for (const Row& r : rows) total += r.median;
   if (a.json) {
-    nlohmann::json j;
-    j["nodes"] = nlohmann::json::array();
+    nlohmann::ordered_json j;  // keys in the contract's order
+    j["nodes"] = nlohmann::ordered_json::array();
     for (const Row& r : rows) {
-      j["nodes"].push_back(
-          {{"id", r.id}, {"op", r.op}, {"ms_min", r.min}, {"ms_median", r.median}, {"ms_max", r.max}});
+      j["nodes"].push_back(nlohmann::ordered_json{{"id", r.id},
+                                                  {"op", r.op},
+                                                  {"ms_min", r.min},
+                                                  {"ms_median", r.median},
+                                                  {"ms_max", r.max}});
     }
     j["total_ms_median"] = total;
     out << j.dump(2) << "\n";
   } else {
     Table t({"node", "op", "ms_min", "ms_median", "ms_max"}, {false, false, true, true, true});
-    for (const Row& r : rows) t.Add({r.id, r.op, FormatMs(r.min), FormatMs(r.median), FormatMs(r.max)});
+    for (const Row& r : rows)
+      t.Add({r.id, r.op, FormatMs(r.min), FormatMs(r.median), FormatMs(r.max)});
     t.Print(out);
-    out << "total (sum of medians): " << FormatMs(total) << " ms over " << rows.size() << " blocks, " << a.repeat
-        << " runs each after " << a.warmup << " warm-up, "
+    out << "total (sum of medians): " << FormatMs(total) << " ms over " << rows.size()
+        << " blocks, " << a.repeat << " runs each after " << a.warmup << " warm-up, "
         << (a.threads > 0 ? a.threads : DefaultNumThreads()) << " threads\n";
   }
   return kExitOk;
@@ -693,8 +746,10 @@ int CommandOps(const std::vector<std::string>& args, std::ostream& out, std::ost
     PrintHelp(out, "ops");
     return kExitOk;
   }
-  if (!p->positional.empty()) return UsageError(err, "ops", "unexpected argument '" + p->positional[0] + "'");
-  if (p->Has("--json") && p->Has("--markdown")) return UsageError(err, "ops", "--json and --markdown exclude each other");
+  if (!p->positional.empty())
+    return UsageError(err, "ops", "unexpected argument '" + p->positional[0] + "'");
+  if (p->Has("--json") && p->Has("--markdown"))
+    return UsageError(err, "ops", "--json and --markdown exclude each other");
   const OpRegistry& registry = OpRegistry::Global();
   if (p->Has("--json")) {
     out << CatalogJson(registry).dump(2) << "\n";
@@ -710,15 +765,16 @@ int CommandOps(const std::vector<std::string>& args, std::ostream& out, std::ost
 // import-tf
 
 int CommandImportTf(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  Expected<ParsedArgs> p =
-      ParseFlags(args, {{"-o", true}, {"--output", true}, {"--fetch", true, true}, {"--feed", true, true}});
+  Expected<ParsedArgs> p = ParseFlags(
+      args, {{"-o", true}, {"--output", true}, {"--fetch", true, true}, {"--feed", true, true}});
   if (!p.ok()) return UsageError(err, "import-tf", p.status().message());
   if (p->help) {
     PrintHelp(out, "import-tf");
     return kExitOk;
   }
   if (p->positional.size() != 1) {
-    return UsageError(err, "import-tf", p->positional.empty() ? "missing GRAPHDEF" : "expected one GRAPHDEF");
+    return UsageError(err, "import-tf",
+                      p->positional.empty() ? "missing GRAPHDEF" : "expected one GRAPHDEF");
   }
   std::optional<std::string> output = p->Last("-o");
   if (!output) output = p->Last("--output");
@@ -730,7 +786,8 @@ int CommandImportTf(const std::vector<std::string>& args, std::ostream& out, std
   options.feeds = p->All("--feed");
   std::filesystem::path outp(*output);
   options.const_dir = outp.stem().string() + "_consts";
-  Expected<tfimport::ImportResult> r = tfimport::ImportGraphDefFile(path, options, OpRegistry::Global());
+  Expected<tfimport::ImportResult> r =
+      tfimport::ImportGraphDefFile(path, options, OpRegistry::Global());
   if (!r.ok()) {
     PrintError(err, path, r.status().message());
     return kExitFailure;
@@ -745,8 +802,8 @@ int CommandImportTf(const std::vector<std::string>& args, std::ostream& out, std
   GraphAnalysis a = AnalyzeGraph(r->graph, OpRegistry::Global());
   size_t placeholders = 0;
   for (const Node& n : r->graph.nodes()) placeholders += n.op == "Placeholder";
-  out << "wrote " << *output << ": " << r->graph.nodes().size() << " nodes (" << placeholders << " Placeholder"
-      << (placeholders == 1 ? "" : "s") << ")";
+  out << "wrote " << *output << ": " << r->graph.nodes().size() << " nodes (" << placeholders
+      << " Placeholder" << (placeholders == 1 ? "" : "s") << ")";
   if (!r->const_files.empty()) out << ", " << r->const_files.size() << " Const .npy files";
   out << "\n";
   if (!a.ok()) {
@@ -755,7 +812,8 @@ int CommandImportTf(const std::vector<std::string>& args, std::ostream& out, std
   }
   return kExitOk;
 #else
-  err << "error: this blockflow was built without TensorFlow import (BLOCKFLOW_BUILD_IMPORT_TF=OFF or no "
+  err << "error: this blockflow was built without TensorFlow import (BLOCKFLOW_BUILD_IMPORT_TF=OFF "
+         "or no "
          "protobuf)\n";
   return kExitFailure;
 #endif
@@ -791,7 +849,8 @@ std::vector<std::string> ParsedArgs::All(const std::string& name) const {
   return v;
 }
 
-Expected<ParsedArgs> ParseFlags(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs) {
+Expected<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
+                                const std::vector<FlagSpec>& specs) {
   ParsedArgs p;
   bool flags_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -816,14 +875,23 @@ Expected<ParsedArgs> ParseFlags(const std::vector<std::string>& args, const std:
       value = arg.substr(eq + 1);
       inline_value = true;
     }
-    auto spec = std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.name == name; });
-    if (spec == specs.end()) return InvalidArgument("unknown option '" + name + "'");
-    if (!spec->takes_value && inline_value) return InvalidArgument("option '" + name + "' takes no value");
+    auto spec =
+        std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.name == name; });
+    if (spec == specs.end()) {
+      std::string hint;
+      for (const FlagSpec& s : specs) {
+        if (EditDistance(s.name, name) <= 2) hint = " (did you mean '" + s.name + "'?)";
+      }
+      return InvalidArgument("unknown option '" + name + "'" + hint);
+    }
+    if (!spec->takes_value && inline_value)
+      return InvalidArgument("option '" + name + "' takes no value");
     if (spec->takes_value && !inline_value) {
       if (i + 1 >= args.size()) return InvalidArgument("option '" + name + "' needs a value");
       value = args[++i];
     }
-    if (!spec->repeatable && p.Has(name)) return InvalidArgument("option '" + name + "' given twice");
+    if (!spec->repeatable && p.Has(name))
+      return InvalidArgument("option '" + name + "' given twice");
     p.flags.emplace_back(name, value);
   }
   return p;
@@ -857,7 +925,8 @@ Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args, bool* help)
   if (help) *help = p.help;
   if (p.help) return RunArgs{};
   if (p.positional.empty()) return InvalidArgument("missing GRAPH.json");
-  if (p.positional.size() > 1) return InvalidArgument("unexpected argument '" + p.positional[1] + "'");
+  if (p.positional.size() > 1)
+    return InvalidArgument("unexpected argument '" + p.positional[1] + "'");
   RunArgs r;
   r.graph = p.positional[0];
   for (const std::string& f : p.All("--feed")) {
@@ -890,7 +959,8 @@ Expected<BenchArgs> ParseBenchArgs(const std::vector<std::string>& args, bool* h
   if (help) *help = p.help;
   if (p.help) return BenchArgs{};
   if (p.positional.empty()) return InvalidArgument("missing GRAPH.json");
-  if (p.positional.size() > 1) return InvalidArgument("unexpected argument '" + p.positional[1] + "'");
+  if (p.positional.size() > 1)
+    return InvalidArgument("unexpected argument '" + p.positional[1] + "'");
   BenchArgs b;
   b.graph = p.positional[0];
   for (const std::string& f : p.All("--feed")) {
@@ -917,7 +987,8 @@ std::atomic<bool>& CancelFlag() {
 }
 
 void InstallSigintHandler() {
-  static_assert(std::atomic<bool>::is_always_lock_free, "the SIGINT handler needs a lock-free flag");
+  static_assert(std::atomic<bool>::is_always_lock_free,
+                "the SIGINT handler needs a lock-free flag");
   CancelFlag().store(false);  // constructs the flag before the handler can touch it
   struct sigaction sa {};
   sa.sa_handler = OnSigint;
@@ -932,7 +1003,7 @@ std::string VersionString() { return std::string("blockflow ") + BLOCKFLOW_VERSI
 int Main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   RegisterBuiltinBlocks();
   if (args.empty()) {
-    err << kMainUsage;
+    err << "error: missing command\n" << kMainUsage;
     return kExitUsage;
   }
   const std::string& command = args[0];
@@ -960,8 +1031,9 @@ int Main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     err << "error: internal error: " << e.what() << "\n";
     return kExitFailure;
   }
-  return UsageError(err, "", command.rfind("-", 0) == 0 ? "unknown option '" + command + "'"
-                                                        : "unknown command '" + command + "'");
+  return UsageError(err, "",
+                    command.rfind("-", 0) == 0 ? "unknown option '" + command + "'"
+                                               : "unknown command '" + command + "'");
 }
 
 }  // namespace blockflow::cli

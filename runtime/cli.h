@@ -18,13 +18,13 @@ namespace blockflow::cli {
 
 /// Exit statuses, as DESIGN.md defines them.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;    // the graph or a feed is invalid, or a block failed
-inline constexpr int kExitUsage = 2;      // the command line is wrong
+inline constexpr int kExitFailure = 1;      // the graph or a feed is invalid, or a block failed
+inline constexpr int kExitUsage = 2;        // the command line is wrong
 inline constexpr int kExitCancelled = 130;  // SIGINT, as a shell reports it
 
 /// One flag a subcommand accepts.
 struct FlagSpec {
-  std::string name;        // "--feed"
+  std::string name;  // "--feed"
   bool takes_value = false;
   bool repeatable = false;
 };
@@ -46,7 +46,8 @@ struct ParsedArgs {
 /// Splits `args` (after the subcommand) by `specs`. Accepts `--flag value` and
 /// `--flag=value`; `-h`/`--help` set `help`; `--` ends the flags. Errors (unknown
 /// flag, missing value, a non-repeatable flag given twice) are usage errors.
-Expected<ParsedArgs> ParseFlags(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs);
+Expected<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
+                                const std::vector<FlagSpec>& specs);
 
 /// `ID=FILE.npy` → {ID, FILE.npy}; a usage error otherwise.
 Expected<std::pair<std::string, std::string>> ParseFeedFlag(const std::string& text);

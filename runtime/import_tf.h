@@ -4,8 +4,8 @@
 //   tfimport::ImportOptions opt;
 //   opt.fetches = {"gradients/conv_grad/Conv2DBackpropFilter"};
 //   opt.feeds = {"gradients/Relu_grad/ReluGrad"};          // cut here: becomes a Placeholder
-//   ASSIGN_OR_RETURN(tfimport::ImportResult r, tfimport::ImportGraphDefFile("g.pbtxt", opt, OpRegistry::Global()));
-//   RETURN_IF_ERROR(tfimport::WriteImport(r, "g.json"));
+//   ASSIGN_OR_RETURN(tfimport::ImportResult r, tfimport::ImportGraphDefFile("g.pbtxt", opt,
+//   OpRegistry::Global())); RETURN_IF_ERROR(tfimport::WriteImport(r, "g.json"));
 //
 // Rules: control inputs ("^name") only order execution in TensorFlow and are
 // dropped; attrs that only matter to TensorFlow (T, Tshape, use_cudnn_on_gpu,
@@ -50,8 +50,9 @@ GraphDefFormat DetectFormat(const std::string& path, const std::string& bytes);
 
 /// Imports GraphDef bytes; `origin` names the source in messages. Every problem found
 /// (unsupported ops, bad inputs) is reported, one per line of the error message.
-Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::string& origin, GraphDefFormat format,
-                                      const ImportOptions& options, const OpRegistry& registry);
+Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::string& origin,
+                                      GraphDefFormat format, const ImportOptions& options,
+                                      const OpRegistry& registry);
 /// Reads and imports a GraphDef file.
 Expected<ImportResult> ImportGraphDefFile(const std::string& path, const ImportOptions& options,
                                           const OpRegistry& registry);
