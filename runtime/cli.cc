@@ -798,8 +798,11 @@ int CommandImportTf(const std::vector<std::string>& args, std::ostream& out, std
     PrintError(err, *output, w.message());
     return kExitFailure;
   }
-  // The result must be a valid graph; say so now rather than at run time.
-  GraphAnalysis a = AnalyzeGraph(r->graph, OpRegistry::Global());
+  // The result must be a valid graph; say so now rather than at run time. Relative Const
+  // files resolve against the output's folder, as they will when the graph is loaded.
+  Graph written = r->graph;
+  written.base_dir = outp.has_parent_path() ? outp.parent_path().string() : std::string(".");
+  GraphAnalysis a = AnalyzeGraph(written, OpRegistry::Global());
   size_t placeholders = 0;
   for (const Node& n : r->graph.nodes()) placeholders += n.op == "Placeholder";
   out << "wrote " << *output << ": " << r->graph.nodes().size() << " nodes (" << placeholders

@@ -301,6 +301,16 @@ TEST_F(CliRunTest, OpsJsonParsesAndDescribesTheSchemas) {
       EXPECT_EQ(op["attrs"][0]["allowed"], json({"int32", "int64"}));
       EXPECT_EQ(op["inputs"][0]["dtypes"].size(), 7u);
     }
+    if (op["name"] == "Const") {
+      for (const json& a : op["attrs"]) {
+        if (a["name"] == "dtype") {
+          EXPECT_TRUE(a["required"].get<bool>());
+        }
+        if (a["name"] == "file") {
+          EXPECT_FALSE(a["required"].get<bool>());  // optional, no default
+        }
+      }
+    }
     if (op["name"] == "ShapeN") {
       EXPECT_TRUE(op["inputs"][0]["list"].get<bool>());
       EXPECT_TRUE(op["variadic_outputs"].get<bool>());

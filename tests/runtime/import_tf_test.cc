@@ -324,6 +324,18 @@ TEST(ImportTfCliTest, SeedSamplesRoundTripInAllThreeFormsWithTheSameNumbers) {
   }
 }
 
+// The output may live anywhere: its Const files go beside it and resolve from there.
+TEST(ImportTfCliTest, OutputInAnotherFolder) {
+  const fs::path src = SourceDir() / "samples" / "tf" / "conv2d_backprop_filter.pbtxt";
+  TempDir cwd, target;
+  const std::string out = target / "deep/er/bpf.json";
+  CmdResult imp = RunBlockflow({"import-tf", src.string(), "-o", out}, cwd.path().string());
+  ASSERT_EQ(imp.rc, 0) << imp.err;
+  EXPECT_TRUE(fs::exists(target / "deep/er/bpf_consts/input.npy"));
+  CmdResult run = RunBlockflow({"run", out}, cwd.path().string());
+  EXPECT_EQ(run.rc, 0) << run.err;
+}
+
 TEST(ImportTfCliTest, TrainingExcerptNeedsFetchAndFeed) {
   const fs::path tf = SourceDir() / "samples" / "tf";
   const std::string bpi = "gradients/conv1/Conv2D_grad/tuple/control_dependency";
