@@ -61,6 +61,7 @@ std::unordered_map<std::string, int> BuildNodeIndex(const Graph& graph) {
 
 Node* Graph::FindNode(const std::string& id) {
   const int i = IndexOf(id);
+  index_valid_ = false;  // the caller may rename the node
   return i < 0 ? nullptr : &nodes_[static_cast<size_t>(i)];
 }
 
@@ -70,6 +71,10 @@ const Node* Graph::FindNode(const std::string& id) const {
 }
 
 int Graph::IndexOf(const std::string& id) const {
+  if (index_valid_) {
+    auto it = index_.find(id);
+    return it == index_.end() ? -1 : it->second;
+  }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].id == id) return static_cast<int>(i);
   }
@@ -80,7 +85,12 @@ Status Graph::AddNode(Node node) {
   if (!IsValidNodeId(node.id)) {
     return InvalidArgument("invalid node id '" + node.id + "': " + kNodeIdRule);
   }
-  if (IndexOf(node.id) >= 0) return InvalidArgument("duplicate node id '" + node.id + "'");
+  if (!index_valid_) {
+    index_ = BuildNodeIndex(*this);
+    index_valid_ = true;
+  }
+  if (index_.count(node.id)) return InvalidArgument("duplicate node id '" + node.id + "'");
+  index_.emplace(node.id, static_cast<int>(nodes_.size()));
   nodes_.push_back(std::move(node));
   return Status::OK();
 }
@@ -89,6 +99,7 @@ bool Graph::RemoveNode(const std::string& id) {
   const int i = IndexOf(id);
   if (i < 0) return false;
   nodes_.erase(nodes_.begin() + i);
+  index_valid_ = false;
   for (Node& n : nodes_) {
     for (auto it = n.inputs.begin(); it != n.inputs.end();) {
       auto& eps = it->second;

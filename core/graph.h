@@ -48,14 +48,19 @@ struct Node {
 /// A graph: nodes in a stable order, plus where it came from.
 class Graph {
  public:
-  std::vector<Node>& nodes() { return nodes_; }
+  /// The nodes, for editing in place (ids included).
+  std::vector<Node>& nodes() {
+    index_valid_ = false;  // the caller may rename or reorder
+    return nodes_;
+  }
   const std::vector<Node>& nodes() const { return nodes_; }
-  /// Node by id, or null.
+  /// Node by id, or null. The node may be edited in place, its id included.
   Node* FindNode(const std::string& id);
   const Node* FindNode(const std::string& id) const;
-  /// Index of a node by id, or -1.
+  /// Index of a node by id, or -1. Constant time unless the nodes were edited through the
+  /// non-const accessors since the last AddNode.
   int IndexOf(const std::string& id) const;
-  /// Appends a node; fails when the id is invalid or taken.
+  /// Appends a node in constant time; fails when the id is invalid or taken.
   Status AddNode(Node node);
   /// Removes a node and every wire from it; false when absent.
   bool RemoveNode(const std::string& id);
@@ -71,6 +76,9 @@ class Graph {
 
  private:
   std::vector<Node> nodes_;
+  // id → index, kept by AddNode; rebuilt there after edits through the non-const accessors.
+  std::unordered_map<std::string, int> index_;
+  bool index_valid_ = true;
 };
 
 /// True when `id` is a valid node id: letters, digits and `_ . - /`, where '/' separates

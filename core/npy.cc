@@ -125,10 +125,12 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
   const size_t available = bytes.size() - data_start;
   long double count = 1;
   for (int64_t d : dims) count *= static_cast<long double>(d);
-  if (count * static_cast<long double>(DTypeSize(dtype)) != static_cast<long double>(available)) {
-    return bad("shape " + shape.ToString() + " of " + std::string(DTypeName(dtype)) + " needs " +
-               std::to_string(static_cast<unsigned long long>(count * DTypeSize(dtype))) + " data bytes, file has " +
-               std::to_string(available));
+  const long double needed = count * static_cast<long double>(DTypeSize(dtype));
+  if (needed != static_cast<long double>(available)) {
+    char need_text[64];
+    std::snprintf(need_text, sizeof need_text, "%.0Lf", needed);
+    return bad("shape " + shape.ToString() + " of " + std::string(DTypeName(dtype)) + " needs " + need_text +
+               " data bytes, file has " + std::to_string(available));
   }
   if (expected_dtype != DType::kInvalid && expected_dtype != dtype) {
     return InvalidArgument(origin + ": holds " + std::string(DTypeName(dtype)) + " (" + descr + "), expected " +

@@ -99,6 +99,29 @@ TEST_F(GraphJsonTest, EndpointsParse) {
   EXPECT_FALSE(IsValidNodeId("a/"));
 }
 
+Node MakeNode(const std::string& id) {
+  Node n;
+  n.id = id;
+  n.op = "Const";
+  return n;
+}
+
+TEST_F(GraphJsonTest, LookupsFollowRenamesAndRemovals) {
+  Graph g;
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(g.AddNode(MakeNode("n" + std::to_string(i))).ok());
+  EXPECT_EQ(g.IndexOf("n999"), 999);
+  EXPECT_FALSE(g.AddNode(MakeNode("n5")).ok());
+  g.FindNode("n5")->id = "renamed";  // edited in place, as the editor does
+  EXPECT_EQ(g.IndexOf("n5"), -1);
+  EXPECT_EQ(g.IndexOf("renamed"), 5);
+  EXPECT_TRUE(g.AddNode(MakeNode("n5")).ok());
+  EXPECT_FALSE(g.AddNode(MakeNode("renamed")).ok());
+  EXPECT_TRUE(g.RemoveNode("n0"));
+  EXPECT_EQ(g.IndexOf("renamed"), 4);
+  EXPECT_TRUE(g.AddNode(MakeNode("n0")).ok());
+  EXPECT_EQ(g.IndexOf("n0"), 1000);
+}
+
 TEST_F(GraphJsonTest, RemoveNodeDropsItsWires) {
   auto g = ParseGraphJson(kDesignExample, "g.json", ".");
   ASSERT_TRUE(g.ok());
