@@ -51,8 +51,9 @@ constexpr const char* kMainUsage =
     "  ops                   list the blocks (--json, --markdown)\n"
     "  import-tf GRAPHDEF    convert a TensorFlow GraphDef (.pb, .pbtxt, .json) to a graph\n"
     "\n"
-    "  blockflow --version | --help;  blockflow <command> --help\n"
-    "exit status: 0 success, 1 invalid graph or feed or a failed block, 2 bad command line\n";
+    "  blockflow --version | --help;  blockflow <command> --help  (or blockflow help <command>)\n"
+    "exit status: 0 success, 1 invalid graph or feed or a failed block, 2 bad command line,\n"
+    "             130 cancelled by Ctrl-C (run, bench)\n";
 
 struct CommandHelp {
   const char* usage;
@@ -68,7 +69,8 @@ const std::map<std::string, CommandHelp>& Helps() {
         "  --feed ID=FILE.npy  value for Placeholder ID (dtype and shape must match it)\n"
         "  --fetch ID[:K]      output K (default 0) of node ID; default: every output that\n"
         "                      feeds nothing\n"
-        "  --out DIR           write DIR/ID.npy (output 0) and DIR/ID.K.npy (output K)\n"
+        "  --out DIR           write DIR/ID.npy (output 0) and DIR/ID.K.npy (output K), a '/'\n"
+        "                      in an ID making a subfolder; all files are written or none\n"
         "  --threads N         threads per kernel (default: all cores)\n"
         "  --profile           print every block's time after the run\n"
         "  --reference         use the reference kernels (the plain-loop definitions)\n"
@@ -79,23 +81,29 @@ const std::map<std::string, CommandHelp>& Helps() {
       {"bench",
        {"usage: blockflow bench GRAPH.json [--feed ID=FILE.npy]... [--warmup K] [--repeat N]\n"
         "                       [--threads N] [--reference] [--json]\n",
-        "Runs the graph once, then times each block's kernel alone with its inputs ready.\n"
-        "  --warmup K   untimed runs per block first (default 2)\n"
-        "  --repeat N   timed runs per block (default 10)\n"
-        "  --json       print {\"nodes\": [{\"id\", \"op\", \"ms_min\", \"ms_median\", "
-        "\"ms_max\"}...],\n"
-        "               \"total_ms_median\": ...}\n"}},
+        "Runs the graph once, then times each block's kernel alone with its inputs ready\n"
+        "(blocks whose values are known before the run, such as Consts, are not timed).\n"
+        "  --feed ID=FILE.npy  value for Placeholder ID (dtype and shape must match it)\n"
+        "  --warmup K          untimed runs per block first (default 2, may be 0)\n"
+        "  --repeat N          timed runs per block (default 10, at least 1)\n"
+        "  --threads N         threads per kernel (default: all cores)\n"
+        "  --reference         time the reference kernels (the plain-loop definitions)\n"
+        "  --json              print {\"nodes\": [{\"id\", \"op\", \"ms_min\", \"ms_median\",\n"
+        "                      \"ms_max\"}...], \"total_ms_median\": ...}\n"}},
       {"ops",
        {"usage: blockflow ops [--json | --markdown]\n",
         "Lists every block: ports and dtypes, attributes with type, default, allowed values.\n"
-        "docs/blocks.md is `blockflow ops --markdown`.\n"}},
+        "  --json      one JSON object, {\"ops\": [...]}, for tools\n"
+        "  --markdown  Markdown; docs/blocks.md is `blockflow ops --markdown`\n"}},
       {"import-tf",
        {"usage: blockflow import-tf GRAPHDEF -o GRAPH.json [--fetch NAME]... [--feed "
         "NAME[:K]]...\n",
         "Converts a TensorFlow GraphDef (binary .pb, text .pbtxt, or protobuf JSON .json) to a\n"
         "blockflow graph. Control edges are dropped; TensorFlow-only attrs are dropped.\n"
+        "The result is validated first: when it is invalid, nothing is written (exit 1).\n"
         "  -o, --output GRAPH.json  the graph to write (Const values with more than 64\n"
-        "                           elements go to GRAPH_consts/ID.npy beside it)\n"
+        "                           elements, or int64 values beyond 2^53, go to\n"
+        "                           GRAPH_consts/ID.npy beside it)\n"
         "  --fetch NAME             keep only what node NAME needs (repeatable)\n"
         "  --feed NAME[:K]          cut the graph at tensor NAME:K and put a Placeholder there\n"
         "                           (id NAME for output 0, NAME_K for output K)\n"}},
@@ -143,7 +151,9 @@ void PrintError(std::ostream& err, const std::string& file, const std::string& m
   std::string line;
   while (std::getline(lines, line)) {
     if (line.empty()) continue;
-    const bool named = !file.empty() && line.rfind(file, 0) == 0;
+    // "g.json:3:4: ..." or "g.json: ...": a bare prefix test would take "node 'x' ..." as
+    // already named when the graph file is called "node".
+    const bool named = !file.empty() && line.rfind(file + ":", 0) == 0;
     if (named || file.empty() || line.rfind("cannot read '" + file + "'", 0) == 0) {
       err << "error: " << line << "\n";
     } else {
@@ -355,10 +365,164 @@ bool CheckFetchesAndFeeds(const Loaded& l, const std::string& path,
   return ok;
 }
 
+// A graph loaded, validated and fed, with its fetches checked: what run and bench share.
+struct Prepared {
+  Loaded loaded;
+  std::map<std::string, Tensor> feeds;
+  std::vector<std::string> fetches;  // "id" or "id:K"
+  GraphAnalysis analysis;            // with the fed shapes and values
+};
+
+// Prints every problem and returns nullopt on failure. Empty `fetches` means the
+// default ones: every output that feeds nothing.
+std::optional<Prepared> Prepare(const std::string& path,
+                                const std::vector<std::pair<std::string, std::string>>& feed_files,
+                                const std::vector<std::string>& fetches, std::ostream& err) {
+  std::optional<Loaded> l = LoadAndValidate(path, err);
+  if (!l) return std::nullopt;
+  Prepared p{std::move(*l), {}, fetches, {}};
+  if (!ReadFeeds(p.loaded, path, feed_files, &p.feeds, err)) return std::nullopt;
+  if (p.fetches.empty()) p.fetches = Session(p.loaded.graph).DefaultFetches();
+  if (!CheckFetchesAndFeeds(p.loaded, path, p.fetches, p.feeds, err)) return std::nullopt;
+  if (p.feeds.empty()) {
+    p.analysis = p.loaded.analysis;
+    return p;
+  }
+  // Fed shapes can expose errors that unknown dims hid; report all of them, not the first.
+  p.analysis = AnalyzeGraph(p.loaded.graph, OpRegistry::Global(), &p.feeds);
+  if (!p.analysis.ok()) {
+    for (const NodeIssue& issue : p.analysis.issues) PrintError(err, path, issue.ToString());
+    return std::nullopt;
+  }
+  return p;
+}
+
+// True when analysis knew every output's value: the node runs no kernel.
+bool IsFolded(const NodeInfo& info) {
+  return !info.outputs.empty() && std::all_of(info.outputs.begin(), info.outputs.end(),
+                                              [](const PortInfo& o) { return o.value; });
+}
+
+// "node 'ID' (Op)", the way errors name a node.
+std::string NodeName(const Graph& graph, const std::string& id) {
+  const Node* node = graph.FindNode(id);
+  return "node '" + id + "' (" + (node ? node->op : std::string("?")) + ")";
+}
+
+// ---------------------------------------------------------------------------
+// --out: one .npy file per fetched tensor, all written or none.
+
 // "dir/ID.npy" for output 0, "dir/ID.K.npy" for output K; '/' in an id makes folders.
 std::string OutputFile(const std::string& dir, const Endpoint& ep) {
   std::string name = ep.node + (ep.index == 0 ? "" : "." + std::to_string(ep.index)) + ".npy";
   return (std::filesystem::path(dir) / name).string();
+}
+
+struct PlannedFile {
+  std::string path;
+  size_t fetch;  // index into the fetches and the outputs
+};
+
+// The first of `path` and its ancestors that exists and is not a folder, or "".
+std::string NonFolderOnPath(const std::filesystem::path& path) {
+  for (std::filesystem::path p = path; !p.empty(); p = p.parent_path()) {
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(p, ec);
+    if (std::filesystem::exists(st) && !std::filesystem::is_directory(st)) return p.string();
+    if (p == p.parent_path()) break;
+  }
+  return "";
+}
+
+// Maps each fetch to its file under `dir` and checks, before anything runs, that no two
+// tensors share a file (output 1 of "a" and output 0 of "a.1" are both a.1.npy) and that
+// every file's folder can exist. The same tensor fetched twice is written once.
+bool PlanOutputs(const Prepared& p, const std::string& path, const std::string& dir,
+                 std::vector<PlannedFile>* files, std::ostream& err) {
+  if (std::string blocker = NonFolderOnPath(dir); !blocker.empty()) {
+    PrintError(err, path, "--out " + dir + ": '" + blocker + "' exists and is not a folder");
+    return false;
+  }
+  bool ok = true;
+  std::map<std::string, Endpoint> by_file;
+  for (size_t i = 0; i < p.fetches.size(); ++i) {
+    const Endpoint ep = *Endpoint::Parse(p.fetches[i]);
+    const std::string file = OutputFile(dir, ep);
+    const std::string who =
+        NodeName(p.loaded.graph, ep.node) + ": output " + std::to_string(ep.index);
+    auto [it, fresh] = by_file.emplace(file, ep);
+    if (!fresh) {
+      if (it->second.node != ep.node || it->second.index != ep.index) {
+        PrintError(err, path,
+                   who + " and " + NodeName(p.loaded.graph, it->second.node) + " output " +
+                       std::to_string(it->second.index) + " would both be written to '" + file +
+                       "'; fetch one of them at a time");
+        ok = false;
+      }
+      continue;
+    }
+    std::error_code ec;
+    const std::string blocker = NonFolderOnPath(std::filesystem::path(file).parent_path());
+    if (!blocker.empty() || std::filesystem::is_directory(file, ec)) {
+      PrintError(err, path,
+                 who + " cannot be written to '" + file + "': '" +
+                     (blocker.empty() ? file : blocker) +
+                     (blocker.empty() ? "' is a folder" : "' exists and is not a folder"));
+      ok = false;
+      continue;
+    }
+    files->push_back({file, i});
+  }
+  return ok;
+}
+
+// Writes every planned file or none: each tensor goes to a temporary file beside its
+// target first, and only when all are written, and no Ctrl-C came meanwhile, are they
+// renamed into place. On failure the temporary files and the folders made for them go.
+Status WriteOutputs(const Prepared& p, const std::vector<PlannedFile>& files,
+                    const std::vector<Tensor>& outputs, const std::atomic<bool>& cancel) {
+  namespace fs = std::filesystem;
+  std::set<fs::path> made;  // folders that do not exist yet
+  for (const PlannedFile& f : files) {
+    std::error_code ec;
+    for (fs::path d = fs::path(f.path).parent_path(); !d.empty() && !fs::exists(d, ec);
+         d = d.parent_path()) {
+      made.insert(d);
+    }
+  }
+  const std::string suffix = ".partial." + std::to_string(::getpid());
+  std::vector<std::string> staged;
+  auto discard = [&] {
+    std::error_code ec;
+    for (const std::string& s : staged) fs::remove(s, ec);
+    // Deepest first; remove() leaves a folder that is not empty.
+    for (auto it = made.rbegin(); it != made.rend(); ++it) fs::remove(*it, ec);
+  };
+  for (const PlannedFile& f : files) {
+    const Endpoint ep = *Endpoint::Parse(p.fetches[f.fetch]);
+    Status w = WriteNpy(f.path + suffix, outputs[f.fetch]);
+    if (!w.ok()) {
+      discard();
+      return w.WithPrefix(NodeName(p.loaded.graph, ep.node) + ": output " +
+                          std::to_string(ep.index) + ": ");
+    }
+    staged.push_back(f.path + suffix);
+  }
+  if (cancel.load()) {
+    discard();
+    return Cancelled("cancelled; no outputs were written");
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::error_code ec;
+    fs::rename(staged[i], files[i].path, ec);
+    if (ec) {
+      staged.erase(staged.begin(), staged.begin() + static_cast<long>(i));
+      discard();
+      return Internal("cannot rename '" + staged[0] + "' to '" + files[i].path +
+                      "': " + ec.message());
+    }
+  }
+  return Status::OK();
 }
 
 // ---------------------------------------------------------------------------
@@ -390,7 +554,6 @@ class RunObserver : public ExecutionObserver {
     std::lock_guard<std::mutex> lock(mu_);
     return times_;
   }
-  double wall_ms() const { return MsSince(start_); }
 
  private:
   void ProgressLoop() {
@@ -431,66 +594,9 @@ class RunObserver : public ExecutionObserver {
 // ---------------------------------------------------------------------------
 // run
 
-int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  bool help = false;
-  Expected<RunArgs> parsed = ParseRunArgs(args, &help);
-  if (help) {
-    PrintHelp(out, "run");
-    return kExitOk;
-  }
-  if (!parsed.ok()) return UsageError(err, "run", parsed.status().message());
-  const RunArgs& a = *parsed;
-
-  std::optional<Loaded> l = LoadAndValidate(a.graph, err);
-  if (!l) return kExitFailure;
-  std::map<std::string, Tensor> feeds;
-  if (!ReadFeeds(*l, a.graph, a.feeds, &feeds, err)) return kExitFailure;
-
-  Session session(l->graph);
-  std::vector<std::string> fetches = a.fetches.empty() ? session.DefaultFetches() : a.fetches;
-  if (fetches.empty()) {
-    // A valid graph with no outputs (empty, or only NoOps): nothing to compute is not an error.
-    err << "note: " << a.graph << ": the graph has no outputs; nothing to run\n";
-    return kExitOk;
-  }
-  if (!CheckFetchesAndFeeds(*l, a.graph, fetches, feeds, err)) return kExitFailure;
-  GraphAnalysis fed;
-  if (!feeds.empty()) {
-    // Fed shapes can expose errors that unknown dims hid; report all of them, not the first.
-    fed = AnalyzeGraph(l->graph, OpRegistry::Global(), &feeds);
-    if (!fed.ok()) {
-      for (const NodeIssue& issue : fed.issues) PrintError(err, a.graph, issue.ToString());
-      return kExitFailure;
-    }
-  }
-  const GraphAnalysis& final_analysis = feeds.empty() ? l->analysis : fed;
-
-  RunObserver observer(isatty(STDERR_FILENO) == 1, err);
-  RunOptions options;
-  options.num_threads = a.threads;
-  options.force_reference_kernels = a.reference;
-  CancelFlag().store(false);
-  options.cancel = &CancelFlag();
-  options.observer = &observer;
-  std::vector<Tensor> outputs;
-  const Clock::time_point t0 = Clock::now();
-  Status s = session.Run(feeds, fetches, &outputs, options);
-  const double wall_ms = MsSince(t0);
-  if (s.code() == StatusCode::kCancelled || (CancelFlag().load() && s.ok())) {
-    PrintError(err, a.graph, "cancelled; no outputs were written");
-    return kExitCancelled;
-  }
-  if (!s.ok()) {
-    PrintError(err, a.graph, s.message());
-    return kExitFailure;
-  }
-  if (outputs.size() != fetches.size()) {
-    PrintError(err, a.graph,
-               "internal error: " + std::to_string(outputs.size()) + " outputs for " +
-                   std::to_string(fetches.size()) + " fetches");
-    return kExitFailure;
-  }
-
+// The table of fetched tensors: node, port, dtype, shape, min, max, mean.
+void PrintOutputs(const std::vector<std::string>& fetches, const std::vector<Tensor>& outputs,
+                  std::ostream& out) {
   Table table({"node", "port", "dtype", "shape", "min", "max", "mean"},
               {false, true, false, false, true, true, true});
   for (size_t i = 0; i < fetches.size(); ++i) {
@@ -511,49 +617,92 @@ int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ost
     table.Add(std::move(row));
   }
   table.Print(out);
+}
 
-  if (a.profile) {
-    // Nodes whose values analysis already knew (constants, fed Placeholders, what folds
-    // from them) run no kernel; list only the blocks that computed something.
-    std::vector<RunObserver::Timing> times;
-    size_t folded = 0;
-    for (const auto& t : observer.times()) {
-      const int index = l->graph.IndexOf(t.id);
-      const auto& outs = final_analysis.nodes[static_cast<size_t>(index)].outputs;
-      if (!outs.empty() &&
-          std::all_of(outs.begin(), outs.end(), [](const PortInfo& o) { return o.value; })) {
-        ++folded;
-      } else {
-        times.push_back(t);
-      }
+// --profile: every block that ran a kernel, with its time and share.
+void PrintProfile(const Prepared& p, const RunObserver& observer, double wall_ms,
+                  std::ostream& out) {
+  // Nodes whose values analysis already knew (constants, fed Placeholders, what folds
+  // from them) run no kernel; list only the blocks that computed something.
+  std::vector<RunObserver::Timing> times;
+  size_t folded = 0;
+  for (const auto& t : observer.times()) {
+    const int index = p.loaded.graph.IndexOf(t.id);
+    if (IsFolded(p.analysis.nodes[static_cast<size_t>(index)])) {
+      ++folded;
+    } else {
+      times.push_back(t);
     }
-    double sum = 0;
-    for (const auto& t : times) sum += t.ms;
-    out << "\nprofile: " << times.size() << " block" << (times.size() == 1 ? "" : "s")
-        << " ran (kernel time " << FormatMs(sum) << " ms, wall " << FormatMs(wall_ms) << " ms); "
-        << folded << " node" << (folded == 1 ? "" : "s")
-        << " folded (values known before the run)\n";
-    Table prof({"node", "op", "ms", "%"}, {false, false, true, true});
-    for (const auto& t : times) {
-      char pct[16];
-      std::snprintf(pct, sizeof pct, "%.1f", sum > 0 ? 100.0 * t.ms / sum : 0.0);
-      prof.Add({t.id, t.op, FormatMs(t.ms), pct});
-    }
-    prof.Print(out);
   }
+  double sum = 0;
+  for (const auto& t : times) sum += t.ms;
+  out << "\nprofile: " << times.size() << " block" << (times.size() == 1 ? "" : "s")
+      << " ran (kernel time " << FormatMs(sum) << " ms, wall " << FormatMs(wall_ms) << " ms); "
+      << folded << " node" << (folded == 1 ? "" : "s") << " folded (values known before the run)\n";
+  Table prof({"node", "op", "ms", "%"}, {false, false, true, true});
+  for (const auto& t : times) {
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%.1f", sum > 0 ? 100.0 * t.ms / sum : 0.0);
+    prof.Add({t.id, t.op, FormatMs(t.ms), pct});
+  }
+  prof.Print(out);
+}
 
+int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  bool help = false;
+  Expected<RunArgs> parsed = ParseRunArgs(args, &help);
+  if (help) {
+    PrintHelp(out, "run");
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(err, "run", parsed.status().message());
+  const RunArgs& a = *parsed;
+
+  // The cancel flag is not reset here: a Ctrl-C while the graph and feeds load counts.
+  std::optional<Prepared> p = Prepare(a.graph, a.feeds, a.fetches, err);
+  if (!p) return kExitFailure;
+  if (p->fetches.empty()) {
+    // A valid graph with no outputs (empty, or only NoOps): nothing to compute is not an error.
+    err << "note: " << a.graph << ": the graph has no outputs; nothing to run\n";
+    return kExitOk;
+  }
+  // Checked before the run, so that a long run is not wasted on an unusable --out.
+  std::vector<PlannedFile> files;
+  if (!a.out_dir.empty() && !PlanOutputs(*p, a.graph, a.out_dir, &files, err)) return kExitFailure;
+
+  RunObserver observer(isatty(STDERR_FILENO) == 1, err);
+  RunOptions options;
+  options.num_threads = a.threads;
+  options.force_reference_kernels = a.reference;
+  options.cancel = &CancelFlag();
+  options.observer = &observer;
+  std::vector<Tensor> outputs;
+  const Clock::time_point t0 = Clock::now();
+  Status s = Session(p->loaded.graph).Run(p->feeds, p->fetches, &outputs, options);
+  const double wall_ms = MsSince(t0);
+  if (s.code() == StatusCode::kCancelled || (CancelFlag().load() && s.ok())) {
+    PrintError(err, a.graph, "cancelled; no outputs were written");
+    return kExitCancelled;
+  }
+  if (!s.ok()) {
+    PrintError(err, a.graph, s.message());
+    return kExitFailure;
+  }
+  if (outputs.size() != p->fetches.size()) {
+    PrintError(err, a.graph,
+               "internal error: " + std::to_string(outputs.size()) + " outputs for " +
+                   std::to_string(p->fetches.size()) + " fetches");
+    return kExitFailure;
+  }
+  PrintOutputs(p->fetches, outputs, out);
+  if (a.profile) PrintProfile(*p, observer, wall_ms, out);
   if (!a.out_dir.empty()) {
-    // Written only after a successful run, each file atomically, so an interrupted or
-    // failed run never leaves a half-written .npy behind.
-    for (size_t i = 0; i < fetches.size(); ++i) {
-      const std::string file = OutputFile(a.out_dir, *Endpoint::Parse(fetches[i]));
-      Status w = WriteNpy(file, outputs[i]);
-      if (!w.ok()) {
-        PrintError(err, a.graph, w.message());
-        return kExitFailure;
-      }
+    Status w = WriteOutputs(*p, files, outputs, CancelFlag());
+    if (!w.ok()) {
+      PrintError(err, a.graph, w.message());
+      return w.code() == StatusCode::kCancelled ? kExitCancelled : kExitFailure;
     }
-    err << "wrote " << fetches.size() << " file" << (fetches.size() == 1 ? "" : "s") << " to "
+    err << "wrote " << files.size() << " file" << (files.size() == 1 ? "" : "s") << " to "
         << a.out_dir << "\n";
   }
   return kExitOk;
@@ -605,6 +754,67 @@ int CommandValidate(const std::vector<std::string>& args, std::ostream& out, std
 // ---------------------------------------------------------------------------
 // bench
 
+// A node's input tensors for timing it alone: from the full run's outputs, the values
+// analysis folded, or the feeds. False when one cannot be found.
+bool GatherInputs(const Prepared& p, const Node& node, const OpSchema& schema,
+                  const std::map<std::string, std::vector<Tensor>>& all,
+                  std::vector<const Tensor*>* inputs) {
+  for (const PortDef& port : schema.inputs()) {
+    auto it = node.inputs.find(port.name);
+    if (it == node.inputs.end()) continue;
+    for (const Endpoint& e : it->second) {
+      const size_t k = static_cast<size_t>(e.index);
+      auto produced = all.find(e.node);
+      if (produced != all.end() && k < produced->second.size()) {
+        inputs->push_back(&produced->second[k]);
+        continue;
+      }
+      const int src = p.loaded.graph.IndexOf(e.node);
+      if (src < 0) return false;
+      const NodeInfo& src_info = p.analysis.nodes[static_cast<size_t>(src)];
+      if (k < src_info.outputs.size() && src_info.outputs[k].value) {
+        inputs->push_back(src_info.outputs[k].value.get());
+        continue;
+      }
+      auto fed = p.feeds.find(e.node);
+      if (fed == p.feeds.end()) return false;
+      inputs->push_back(&fed->second);
+    }
+  }
+  return true;
+}
+
+struct BenchRow {
+  std::string id, op;
+  double min, median, max;
+};
+
+void PrintBench(const BenchArgs& a, const std::vector<BenchRow>& rows, std::ostream& out) {
+  double total = 0;
+  for (const BenchRow& r : rows) total += r.median;
+  if (a.json) {
+    nlohmann::ordered_json j;  // keys in the contract's order
+    j["nodes"] = nlohmann::ordered_json::array();
+    for (const BenchRow& r : rows) {
+      j["nodes"].push_back(nlohmann::ordered_json{{"id", r.id},
+                                                  {"op", r.op},
+                                                  {"ms_min", r.min},
+                                                  {"ms_median", r.median},
+                                                  {"ms_max", r.max}});
+    }
+    j["total_ms_median"] = total;
+    out << j.dump(2) << "\n";
+    return;
+  }
+  Table t({"node", "op", "ms_min", "ms_median", "ms_max"}, {false, false, true, true, true});
+  for (const BenchRow& r : rows)
+    t.Add({r.id, r.op, FormatMs(r.min), FormatMs(r.median), FormatMs(r.max)});
+  t.Print(out);
+  out << "total (sum of medians): " << FormatMs(total) << " ms over " << rows.size() << " blocks, "
+      << a.repeat << " runs each after " << a.warmup << " warm-up, "
+      << (a.threads > 0 ? a.threads : DefaultNumThreads()) << " threads\n";
+}
+
 int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   bool help = false;
   Expected<BenchArgs> parsed = ParseBenchArgs(args, &help);
@@ -614,18 +824,8 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   if (!parsed.ok()) return UsageError(err, "bench", parsed.status().message());
   const BenchArgs& a = *parsed;
-  std::optional<Loaded> l = LoadAndValidate(a.graph, err);
-  if (!l) return kExitFailure;
-  std::map<std::string, Tensor> feeds;
-  if (!ReadFeeds(*l, a.graph, a.feeds, &feeds, err)) return kExitFailure;
-  Session session(l->graph);
-  const std::vector<std::string> fetches = session.DefaultFetches();
-  if (!CheckFetchesAndFeeds(*l, a.graph, fetches, feeds, err)) return kExitFailure;
-  GraphAnalysis fed = AnalyzeGraph(l->graph, OpRegistry::Global(), &feeds);
-  if (!fed.ok()) {
-    for (const NodeIssue& issue : fed.issues) PrintError(err, a.graph, issue.ToString());
-    return kExitFailure;
-  }
+  std::optional<Prepared> p = Prepare(a.graph, a.feeds, {}, err);
+  if (!p) return kExitFailure;
 
   // One full run gives every executed node's outputs, hence every node's inputs.
   std::map<std::string, std::vector<Tensor>> all;
@@ -633,59 +833,27 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
   options.num_threads = a.threads;
   options.force_reference_kernels = a.reference;
   options.all_outputs = &all;
-  CancelFlag().store(false);
   options.cancel = &CancelFlag();
   std::vector<Tensor> ignored;
-  Status s = session.Run(feeds, fetches, &ignored, options);
+  Status s = Session(p->loaded.graph).Run(p->feeds, p->fetches, &ignored, options);
   if (!s.ok()) {
     PrintError(err, a.graph, s.message());
     return s.code() == StatusCode::kCancelled ? kExitCancelled : kExitFailure;
   }
 
-  struct Row {
-    std::string id, op;
-    double min, median, max;
-  };
-  std::vector<Row> rows;
-  const auto& nodes = l->graph.nodes();
-  for (int index : fed.topo_order) {
+  std::vector<BenchRow> rows;
+  const auto& nodes = p->loaded.graph.nodes();
+  for (int index : p->analysis.topo_order) {
     const Node& node = nodes[static_cast<size_t>(index)];
-    const NodeInfo& info = fed.nodes[static_cast<size_t>(index)];
+    const NodeInfo& info = p->analysis.nodes[static_cast<size_t>(index)];
     // Nodes the run skipped, or whose values analysis already knew (constants and what
     // folds from them), run no kernel at run time: nothing to time.
-    const bool folded =
-        !info.outputs.empty() && std::all_of(info.outputs.begin(), info.outputs.end(),
-                                             [](const PortInfo& o) { return o.value; });
-    if (!all.count(node.id) || folded) continue;
-    const OpSchema* schema = OpRegistry::Global().Find(node.op);
+    if (!all.count(node.id) || IsFolded(info)) continue;
+    const std::string who = "node '" + node.id + "' (" + node.op + "): ";
+    const OpSchema& schema = *OpRegistry::Global().Find(node.op);
     std::vector<const Tensor*> inputs;
-    bool have_inputs = true;
-    for (const PortDef& port : schema->inputs()) {
-      auto it = node.inputs.find(port.name);
-      if (it == node.inputs.end()) continue;
-      for (const Endpoint& e : it->second) {
-        auto produced = all.find(e.node);
-        if (produced != all.end() && static_cast<size_t>(e.index) < produced->second.size()) {
-          inputs.push_back(&produced->second[static_cast<size_t>(e.index)]);
-          continue;
-        }
-        const int src = l->graph.IndexOf(e.node);
-        const NodeInfo& src_info = fed.nodes[static_cast<size_t>(src)];
-        if (static_cast<size_t>(e.index) < src_info.outputs.size() &&
-            src_info.outputs[e.index].value) {
-          inputs.push_back(src_info.outputs[static_cast<size_t>(e.index)].value.get());
-          continue;
-        }
-        if (feeds.count(e.node)) {
-          inputs.push_back(&feeds.at(e.node));
-          continue;
-        }
-        have_inputs = false;
-      }
-    }
-    if (!have_inputs) {
-      PrintError(err, a.graph,
-                 "node '" + node.id + "' (" + node.op + "): bench could not gather its inputs");
+    if (!GatherInputs(*p, node, schema, all, &inputs)) {
+      PrintError(err, a.graph, who + "bench could not gather its inputs");
       return kExitFailure;
     }
     std::vector<double> ms;
@@ -696,11 +864,10 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
       }
       std::vector<Tensor> outs;
       const Clock::time_point t0 = Clock::now();
-      Status ks = RunNodeKernel(*schema, info, inputs, &outs, options, l->graph.base_dir);
+      Status ks = RunNodeKernel(schema, info, inputs, &outs, options, p->loaded.graph.base_dir);
       const double t = MsSince(t0);
       if (!ks.ok()) {
-        PrintError(err, a.graph,
-                   ks.WithPrefix("node '" + node.id + "' (" + node.op + "): ").message());
+        PrintError(err, a.graph, ks.WithPrefix(who).message());
         return kExitFailure;
       }
       if (r >= a.warmup) ms.push_back(t);
@@ -710,29 +877,7 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
     const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
     rows.push_back({node.id, node.op, ms.front(), median, ms.back()});
   }
-  double total = 0;
-  for (const Row& r : rows) total += r.median;
-  if (a.json) {
-    nlohmann::ordered_json j;  // keys in the contract's order
-    j["nodes"] = nlohmann::ordered_json::array();
-    for (const Row& r : rows) {
-      j["nodes"].push_back(nlohmann::ordered_json{{"id", r.id},
-                                                  {"op", r.op},
-                                                  {"ms_min", r.min},
-                                                  {"ms_median", r.median},
-                                                  {"ms_max", r.max}});
-    }
-    j["total_ms_median"] = total;
-    out << j.dump(2) << "\n";
-  } else {
-    Table t({"node", "op", "ms_min", "ms_median", "ms_max"}, {false, false, true, true, true});
-    for (const Row& r : rows)
-      t.Add({r.id, r.op, FormatMs(r.min), FormatMs(r.median), FormatMs(r.max)});
-    t.Print(out);
-    out << "total (sum of medians): " << FormatMs(total) << " ms over " << rows.size()
-        << " blocks, " << a.repeat << " runs each after " << a.warmup << " warm-up, "
-        << (a.threads > 0 ? a.threads : DefaultNumThreads()) << " threads\n";
-  }
+  PrintBench(a, rows, out);
   return kExitOk;
 }
 
@@ -784,8 +929,7 @@ int CommandImportTf(const std::vector<std::string>& args, std::ostream& out, std
   tfimport::ImportOptions options;
   options.fetches = p->All("--fetch");
   options.feeds = p->All("--feed");
-  std::filesystem::path outp(*output);
-  options.const_dir = outp.stem().string() + "_consts";
+  options.const_dir = std::filesystem::path(*output).stem().string() + "_consts";
   Expected<tfimport::ImportResult> r =
       tfimport::ImportGraphDefFile(path, options, OpRegistry::Global());
   if (!r.ok()) {
@@ -793,38 +937,34 @@ int CommandImportTf(const std::vector<std::string>& args, std::ostream& out, std
     return kExitFailure;
   }
   for (const std::string& note : r->notes) err << "note: " << path << ": " << note << "\n";
-  Status w = tfimport::WriteImport(*r, *output);
+  // The result must be a valid graph: say so now rather than at run time, and write
+  // nothing (no graph, no Const files) when it is not.
+  Status w = tfimport::WriteValidImport(*r, *output, OpRegistry::Global());
   if (!w.ok()) {
     PrintError(err, *output, w.message());
     return kExitFailure;
   }
-  // The result must be a valid graph; say so now rather than at run time. Relative Const
-  // files resolve against the output's folder, as they will when the graph is loaded.
-  Graph written = r->graph;
-  written.base_dir = outp.has_parent_path() ? outp.parent_path().string() : std::string(".");
-  GraphAnalysis a = AnalyzeGraph(written, OpRegistry::Global());
   size_t placeholders = 0;
   for (const Node& n : r->graph.nodes()) placeholders += n.op == "Placeholder";
   out << "wrote " << *output << ": " << r->graph.nodes().size() << " nodes (" << placeholders
       << " Placeholder" << (placeholders == 1 ? "" : "s") << ")";
   if (!r->const_files.empty()) out << ", " << r->const_files.size() << " Const .npy files";
   out << "\n";
-  if (!a.ok()) {
-    for (const NodeIssue& issue : a.issues) PrintError(err, *output, issue.ToString());
-    return kExitFailure;
-  }
   return kExitOk;
 #else
-  err << "error: this blockflow was built without TensorFlow import (BLOCKFLOW_BUILD_IMPORT_TF=OFF "
-         "or no "
-         "protobuf)\n";
+  err << "error: this blockflow was built without TensorFlow import "
+         "(BLOCKFLOW_BUILD_IMPORT_TF=OFF, or protobuf was not found)\n";
   return kExitFailure;
 #endif
 }
 
+// Constant-initialised at namespace scope, so that the SIGINT handler touches nothing
+// but a lock-free atomic: no function-local static and its initialisation guard.
+constinit std::atomic<bool> g_cancel{false};
+
 void OnSigint(int) {
   // A lock-free atomic store is async-signal-safe.
-  CancelFlag().store(true);
+  g_cancel.store(true);
 }
 
 }  // namespace
@@ -984,20 +1124,18 @@ Expected<BenchArgs> ParseBenchArgs(const std::vector<std::string>& args, bool* h
   return b;
 }
 
-std::atomic<bool>& CancelFlag() {
-  static std::atomic<bool> flag{false};
-  return flag;
-}
+std::atomic<bool>& CancelFlag() { return g_cancel; }
 
 void InstallSigintHandler() {
   static_assert(std::atomic<bool>::is_always_lock_free,
                 "the SIGINT handler needs a lock-free flag");
-  CancelFlag().store(false);  // constructs the flag before the handler can touch it
   struct sigaction sa {};
   sa.sa_handler = OnSigint;
   sigemptyset(&sa.sa_mask);
   // SA_RESETHAND: a second Ctrl-C gets the default action and ends a stuck process.
-  sa.sa_flags = SA_RESETHAND;
+  // SA_RESTART: a Ctrl-C must not fail a blocking read or the progress line's write with
+  // EINTR (a failed write would leave std::cerr bad and swallow the "cancelled" message).
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
   sigaction(SIGINT, &sa, nullptr);
 }
 

@@ -3,9 +3,12 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -116,8 +119,15 @@ Expected<Tensor> TensorFromProto(const pb::TensorProto& tp, const std::string& w
                              std::string(DTypeName(dtype)) + " needs " +
                              std::to_string(t.num_bytes()));
     }
-    // TensorFlow writes tensor_content in host order, little-endian on every platform it ships.
+    // TensorFlow writes tensor_content in host order, little-endian on every platform it
+    // ships; copying it as is assumes a little-endian host too.
+    static_assert(std::endian::native == std::endian::little, "tensor_content is little-endian");
     std::memcpy(t.raw(), content.data(), content.size());
+    if (dtype == DType::kBool) {
+      // A bool is one byte; anything but 0 is true (a bool object must hold 0 or 1).
+      uint8_t* b = static_cast<uint8_t*>(t.raw());
+      for (size_t i = 0; i < content.size(); ++i) b[i] = b[i] != 0;
+    }
     return t;
   }
   switch (dtype) {
@@ -156,6 +166,54 @@ json DimsJson(const std::vector<int64_t>& dims) {
   json a = json::array();
   for (int64_t d : dims) a.push_back(d);
   return a;
+}
+
+// Const's `value` passes through a double when the graph loads: int64 values beyond 2^53
+// would change, so such tensors go to a .npy file instead of the JSON.
+bool ExactInJson(const Tensor& t) {
+  if (t.dtype() != DType::kInt64) return true;
+  constexpr int64_t kExact = int64_t{1} << 53;
+  const int64_t* p = t.data<int64_t>();
+  return std::all_of(p, p + t.num_elements(),
+                     [](int64_t v) { return v >= -kExact && v <= kExact; });
+}
+
+// A Const's inline `value`: integers and bools exactly, floats as numbers or as the
+// "nan", "inf", "-inf" strings Const accepts (JSON has no number for them; nlohmann
+// would write null).
+json ConstValueJson(const Tensor& t) {
+  json values = json::array();
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    switch (t.dtype()) {
+      case DType::kInt32:
+        values.push_back(t.data<int32_t>()[i]);
+        break;
+      case DType::kInt64:
+        values.push_back(t.data<int64_t>()[i]);
+        break;
+      case DType::kBool:
+        values.push_back(static_cast<const uint8_t*>(t.raw())[i] != 0);
+        break;
+      default: {
+        const double v = t.GetAsDouble(i);
+        if (std::isnan(v)) {
+          values.push_back("nan");
+        } else if (std::isinf(v)) {
+          values.push_back(v > 0 ? "inf" : "-inf");
+        } else {
+          values.push_back(v);
+        }
+      }
+    }
+  }
+  return values;
+}
+
+// Every problem, one per line, as one error.
+Status JoinErrors(const std::vector<std::string>& errors) {
+  std::string msg;
+  for (const auto& e : errors) msg += e + "\n";
+  return InvalidArgument(msg);
 }
 
 // One attr value in graph JSON form.
@@ -338,6 +396,13 @@ Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::strin
                                       const OpRegistry& registry) {
   if (format == GraphDefFormat::kAuto) format = DetectFormat(origin, bytes);
   ASSIGN_OR_RETURN(pb::GraphDef gd, ParseGraphDefBytes(bytes, origin, format));
+  if (gd.node_size() == 0) {
+    // The parsers skip unknown fields, so any JSON object, an empty file and many byte
+    // strings parse as an empty GraphDef: importing one is a mistake, not an empty graph.
+    return InvalidArgument(origin +
+                           ": the GraphDef has no nodes (is this a TensorFlow GraphDef? a "
+                           "blockflow graph needs no import)");
+  }
 
   std::vector<std::string> errors;
   std::map<std::string, int> by_name;
@@ -396,11 +461,7 @@ Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::strin
       roots.push_back(in->node);
     }
   }
-  if (!errors.empty()) {
-    std::string msg;
-    for (const auto& e : errors) msg += e + "\n";
-    return InvalidArgument(msg);
-  }
+  if (!errors.empty()) return JoinErrors(errors);
 
   // Walk back from the roots; a fed tensor ends the walk, and so does an op blockflow
   // lacks (it is reported, with the --feed that would cut it off).
@@ -463,11 +524,7 @@ Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::strin
     }
     errors.push_back(msg);
   }
-  if (!errors.empty()) {
-    std::string msg;
-    for (const auto& e : errors) msg += e + "\n";
-    return InvalidArgument(msg);
-  }
+  if (!errors.empty()) return JoinErrors(errors);
 
   ImportResult result;
   Graph& graph = result.graph;
@@ -480,22 +537,21 @@ Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::strin
   for (const auto& [name, k] : used_feeds) {
     const pb::NodeDef& n = gd.node(by_name.at(name));
     const std::string what = "--feed " + TensorName(name, k);
+    // The output's dtype: a per-output list first, then the attrs that name an output
+    // type, and T last (T is the *input* type of Shape, Cast and the like).
     std::optional<int> tf_dtype;
-    for (const char* key : {"dtype", "T", "out_type", "DstT"}) {
+    auto types = n.attr().find("_output_types");
+    if (types != n.attr().end() && types->second.list().type_size() > k)
+      tf_dtype = types->second.list().type(k);
+    for (const char* key : {"out_type", "output_type", "DstT", "dtype", "T"}) {
+      if (tf_dtype) break;
       auto it = n.attr().find(key);
-      if (it != n.attr().end() && it->second.value_case() == pb::AttrValue::kType) {
+      if (it != n.attr().end() && it->second.value_case() == pb::AttrValue::kType)
         tf_dtype = it->second.type();
-        break;
-      }
-    }
-    if (!tf_dtype) {
-      auto it = n.attr().find("_output_types");
-      if (it != n.attr().end() && it->second.list().type_size() > k)
-        tf_dtype = it->second.list().type(k);
     }
     if (!tf_dtype) {
       errors.push_back(what + ": cannot tell the dtype of '" + TensorName(name, k) + "': node '" +
-                       name + "' (" + n.op() + ") has no dtype, T or out_type attr");
+                       name + "' (" + n.op() + ") has no out_type, DstT, dtype or T attr");
       continue;
     }
     Expected<DType> dtype = ToDType(*tf_dtype, what);
@@ -627,19 +683,9 @@ Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::strin
         continue;
       }
       attrs["dtype"] = std::string(DTypeName(t->dtype()));
-      if (t->num_elements() <= options.inline_limit) {
+      if (t->num_elements() <= options.inline_limit && ExactInJson(*t)) {
         attrs["shape"] = DimsJson(t->shape().dims());
-        json values = json::array();
-        for (int64_t i = 0; i < t->num_elements(); ++i) {
-          if (t->dtype() == DType::kInt32 || t->dtype() == DType::kInt64) {
-            values.push_back(static_cast<int64_t>(t->GetAsDouble(i)));
-          } else if (t->dtype() == DType::kBool) {
-            values.push_back(t->GetAsDouble(i) != 0);
-          } else {
-            values.push_back(t->GetAsDouble(i));
-          }
-        }
-        attrs["value"] = std::move(values);
+        attrs["value"] = ConstValueJson(*t);
       } else {
         const std::string file = options.const_dir + "/" + node.id + ".npy";
         attrs["file"] = file;
@@ -701,11 +747,7 @@ Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::strin
     node.attrs = std::move(attrs);
     if (Status s = graph.AddNode(std::move(node)); !s.ok()) errors.push_back(who(n) + s.message());
   }
-  if (!errors.empty()) {
-    std::string msg;
-    for (const auto& e : errors) msg += e + "\n";
-    return InvalidArgument(msg);
-  }
+  if (!errors.empty()) return JoinErrors(errors);
   LayOut(&graph);
   return result;
 }
@@ -716,13 +758,49 @@ Expected<ImportResult> ImportGraphDefFile(const std::string& path, const ImportO
   return ImportGraphDef(bytes, path, DetectFormat(path, bytes), options, registry);
 }
 
+Status WriteValidImport(const ImportResult& result, const std::string& path,
+                        const OpRegistry& registry) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
+  // The Const files go to a fresh staging folder beside the graph first, so that the
+  // graph can be checked as it will load without touching what is already there.
+  const fs::path stage =
+      dir / ("." + fs::path(path).filename().string() + ".import." + std::to_string(::getpid()));
+  std::error_code ec;
+  if (fs::exists(stage, ec))
+    return IoError("staging folder '" + stage.string() + "' already exists");
+  struct RemoveStage {
+    const fs::path& stage;
+    ~RemoveStage() {
+      std::error_code e;
+      fs::remove_all(stage, e);
+    }
+  } remove_stage{stage};
+  for (const auto& [file, tensor] : result.const_files) {
+    RETURN_IF_ERROR(WriteNpy((stage / file).string(), tensor));
+  }
+  Graph staged = result.graph;
+  staged.base_dir = stage.string();
+  GraphAnalysis analysis = AnalyzeGraph(staged, registry);
+  if (!analysis.ok()) {
+    std::vector<std::string> issues;
+    for (const NodeIssue& issue : analysis.issues) issues.push_back(issue.ToString());
+    return JoinErrors(issues);
+  }
+  for (const auto& [file, tensor] : result.const_files) {
+    fs::create_directories((dir / file).parent_path(), ec);
+    fs::rename(stage / file, dir / file, ec);
+    if (ec) return IoError("cannot write '" + (dir / file).string() + "': " + ec.message());
+  }
+  return SaveGraphFile(result.graph, path, registry);
+}
+
 Status WriteImport(const ImportResult& result, const std::string& path) {
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   for (const auto& [file, tensor] : result.const_files) {
     RETURN_IF_ERROR(WriteNpy((dir / file).string(), tensor));
   }
-  Graph g = result.graph;
-  return SaveGraphFile(g, path);
+  return SaveGraphFile(result.graph, path);
 }
 
 }  // namespace blockflow::tfimport

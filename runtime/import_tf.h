@@ -12,8 +12,9 @@
 // "_"-prefixed...) are dropped; other attrs map to graph JSON (list(int) → ints,
 // string → string, type → dtype name, shape → list). Input ports are the block
 // schema's, in order, with a list port taking the remaining inputs. Const values
-// with at most `inline_limit` elements are written inline, larger ones to
-// `const_dir/ID.npy` beside the graph.
+// with at most `inline_limit` elements are written inline (NaN and Inf as the
+// strings "nan", "inf", "-inf"), larger ones, and int64 values beyond 2^53 that the
+// graph's JSON numbers would round, to `const_dir/ID.npy` beside the graph.
 #pragma once
 
 #include <string>
@@ -58,5 +59,9 @@ Expected<ImportResult> ImportGraphDefFile(const std::string& path, const ImportO
                                           const OpRegistry& registry);
 /// Writes the graph to `path` and the Const files beside it (each atomically).
 Status WriteImport(const ImportResult& result, const std::string& path);
+/// The same, but first checks the graph as it will load (Const files included): when
+/// it is invalid nothing is written and the error lists every problem, one per line.
+Status WriteValidImport(const ImportResult& result, const std::string& path,
+                        const OpRegistry& registry);
 
 }  // namespace blockflow::tfimport

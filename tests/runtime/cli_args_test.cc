@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "runtime/cli.h"
+#include "test_util.h"
 
 namespace blockflow::cli {
 namespace {
@@ -110,6 +111,39 @@ TEST(MainTest, ExitStatusesForCommandLines) {
   std::ostringstream o, e;
   EXPECT_EQ(Main({"ops", "--json", "--markdown"}, o, e), kExitUsage);
   EXPECT_NE(e.str().find("usage: blockflow ops"), std::string::npos) << e.str();
+}
+
+// Every flag a command accepts is explained in its --help (not only in the usage line).
+TEST(MainTest, HelpExplainsEveryFlag) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
+      {"run", {"--feed", "--fetch", "--out", "--threads", "--profile", "--reference"}},
+      {"bench", {"--feed", "--warmup", "--repeat", "--threads", "--reference", "--json"}},
+      {"ops", {"--json", "--markdown"}},
+      {"import-tf", {"-o, --output", "--fetch", "--feed"}},
+  };
+  for (const auto& [cmd, flags] : commands) {
+    std::ostringstream o, e;
+    ASSERT_EQ(Main({cmd, "--help"}, o, e), kExitOk) << cmd;
+    for (const std::string& f : flags) {
+      EXPECT_NE(o.str().find("\n  " + f), std::string::npos) << cmd << " " << f << "\n" << o.str();
+    }
+  }
+}
+
+// A Ctrl-C that arrives while the graph and feeds load still cancels: the run does not
+// start and nothing is written.
+TEST(MainTest, CtrlCBeforeTheRunStartsCancelsIt) {
+  blockflow::testing::TempDir d;
+  blockflow::testing::WriteText(d / "g.json", R"({"format": "blockflow.graph", "version": 1,
+    "nodes": [{"id": "x", "op": "Const", "attrs": {"dtype": "float32", "shape": [2], "value": 1}},
+              {"id": "y", "op": "Identity", "inputs": {"input": "x"}}]})");
+  CancelFlag().store(true);
+  std::ostringstream o, e;
+  const int rc = Main({"run", d / "g.json", "--out", d / "o"}, o, e);
+  CancelFlag().store(false);
+  EXPECT_EQ(rc, kExitCancelled) << e.str();
+  EXPECT_NE(e.str().find("cancelled"), std::string::npos) << e.str();
+  EXPECT_FALSE(std::filesystem::exists(d / "o"));
 }
 
 }  // namespace

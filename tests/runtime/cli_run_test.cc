@@ -204,6 +204,11 @@ TEST_F(CliRunTest, BadGraphFilesFailWithTheFileNamed) {
       }
     }
   }
+  // A graph file whose name begins the message ("node" and "node 'x' ...") is still named.
+  WriteText(dir_ / "node", ReadText(dir_ / "unknown_op.json"));
+  CmdResult named = Run({"validate", "node"});
+  EXPECT_NE(named.err.find("error: node: node 'x' (Conv3D): unknown op"), std::string::npos)
+      << named.err;
   // The malformed file's error carries line:column.
   CmdResult r = Run({"validate", "malformed.json"});
   EXPECT_NE(r.err.find("malformed.json:4:"), std::string::npos) << r.err;
@@ -249,6 +254,49 @@ TEST_F(CliRunTest, BadCommandLinesExitTwoWithUsage) {
   CmdResult h = Run({"--help"});
   EXPECT_EQ(h.rc, 0);
   EXPECT_NE(h.out.find("import-tf"), std::string::npos);
+}
+
+// Output 1 of node "a" and output 0 of node "a.1" both map to a.1.npy: the run is
+// refused before it starts rather than one output silently overwriting the other.
+TEST_F(CliRunTest, FetchesThatShareAnOutputFileAreRejected) {
+  WriteText(dir_ / "c.json", R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "x", "op": "Const", "attrs": {"dtype": "float32", "shape": [2, 3], "value": 1}},
+    {"id": "a.1", "op": "Identity", "inputs": {"input": "x"}},
+    {"id": "a", "op": "ShapeN", "inputs": {"input": ["x", "x"]}}]})");
+  CmdResult r = Run({"run", "c.json", "--out", "o"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("error: c.json: node 'a' (ShapeN): output 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("node 'a.1' (Identity)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a.1.npy"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
+  // Without --out nothing collides; the same tensor fetched twice is written once.
+  EXPECT_EQ(Run({"run", "c.json"}).rc, 0);
+  r = Run({"run", "c.json", "--fetch", "a.1", "--fetch", "a.1:0", "--out", "o"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "o/a.1.npy"));
+}
+
+// An --out that cannot hold the outputs fails before the run, and a run whose outputs
+// cannot all be written writes none of them.
+TEST_F(CliRunTest, UnwritableOutFailsBeforeTheRunAndWritesNothing) {
+  WriteText(dir_ / "file", "not a folder");
+  CmdResult r = Run({"run", "g.json", "--feed", "dy=dy.npy", "--out", "file"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("error: g.json: --out file: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("mean"), std::string::npos) << "nothing may run: " << r.out;
+  EXPECT_EQ(ReadText(dir_ / "file"), "not a folder");
+
+  // o/grad is a file: grad/shape cannot go to o/grad/shape.npy, so dx is not written either.
+  WriteText(dir_ / "o/grad", "in the way");
+  r = Run({"run", "g.json", "--feed", "dy=dy.npy", "--out", "o", "--fetch", "dx", "--fetch",
+           "grad/shape"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("node 'grad/shape' (Shape)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("o/grad"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "o/dx.npy"));
+  size_t entries = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_ / "o")) entries += !e.is_directory();
+  EXPECT_EQ(entries, 1u) << "only the blocking file may remain";
 }
 
 TEST_F(CliRunTest, ValidatePrintsShapesAndListsEveryError) {

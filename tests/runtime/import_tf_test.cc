@@ -2,6 +2,7 @@
 // samples/tf/ through `blockflow import-tf` in all three forms.
 #include "runtime/import_tf.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "blocks/register_blocks.h"
@@ -54,6 +55,52 @@ TEST(ImportTfTest, ConstEncodingsAndTheRepeatLastRule) {
   EXPECT_EQ(g.FindNode("h")->attrs["value"], json({1.0, -2.0}));  // 0x3C00 = 1, 0xC000 = -2
   EXPECT_EQ(g.FindNode("h")->attrs["dtype"], "float16");
   EXPECT_EQ(g.FindNode("c")->attrs["value"], json({7, -7}));
+}
+
+// NaN and Inf have no JSON number: they are written as Const's "nan"/"inf"/"-inf"
+// strings (not null); int64 values beyond 2^53 keep every bit (they go to a .npy file,
+// as a Const's JSON value passes through a double).
+TEST(ImportTfTest, NonFiniteAndLargeInt64ConstValuesSurviveSaving) {
+  Expected<ImportResult> r = ImportText(R"(
+    node { name: "f" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 4 } }
+        float_val: 1 float_val: nan float_val: -inf float_val: inf } } } }
+    node { name: "i" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+      attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { dim { size: 2 } }
+        int64_val: 9007199254740993 int64_val: -9223372036854775807 } } } }
+  )");
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ(r->graph.FindNode("f")->attrs["value"], json({1.0, "nan", "-inf", "inf"}));
+  EXPECT_EQ(r->graph.FindNode("i")->attrs["file"], "consts/i.npy");
+  // Saved and loaded again, the graph is valid and the values are exact.
+  TempDir d;
+  ASSERT_TRUE(tfimport::WriteImport(*r, d / "g.json").ok());
+  Expected<Graph> g = LoadGraphFile(d / "g.json");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  GraphAnalysis a = AnalyzeGraph(*g, OpRegistry::Global());
+  ASSERT_TRUE(a.ok()) << a.issues[0].ToString();
+  const Tensor& f = *a.nodes[static_cast<size_t>(g->IndexOf("f"))].outputs[0].value;
+  EXPECT_TRUE(std::isnan(f.GetAsDouble(1)));
+  EXPECT_EQ(f.GetAsDouble(2), -INFINITY);
+  const Tensor& i = *a.nodes[static_cast<size_t>(g->IndexOf("i"))].outputs[0].value;
+  EXPECT_EQ(i.data<int64_t>()[0], int64_t{9007199254740993});
+  EXPECT_EQ(i.data<int64_t>()[1], int64_t{-9223372036854775807});
+}
+
+// A cut at an output whose dtype is not T (Shape: T is the input's dtype, out_type the
+// output's) gives a Placeholder of the output's dtype.
+TEST(ImportTfTest, FeedDtypeComesFromTheOutputTypeAttr) {
+  Expected<ImportResult> r = ImportText(R"(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 1 } dim { size: 8 } } } } }
+    node { name: "sh" op: "Shape" input: "x" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "out_type" value { type: DT_INT32 } }
+      attr { key: "_output_shapes" value { list { shape { dim { size: 2 } } } } } }
+    node { name: "y" op: "Identity" input: "sh" attr { key: "T" value { type: DT_INT32 } } }
+  )",
+                                        ImportOptions{{"y"}, {"sh"}});
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ(r->graph.FindNode("sh")->attrs, json({{"dtype", "int32"}, {"shape", {2}}}));
 }
 
 TEST(ImportTfTest, TooManyValuesAndBadTensorContentAreErrors) {
@@ -182,6 +229,22 @@ TEST(ImportTfTest, MalformedInputsAreErrorsWithPosition) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("input 'missing' names no node"), std::string::npos)
       << Errors(r);
+}
+
+// Parsers skip unknown fields, so a file that is no GraphDef (a blockflow graph, an
+// empty file) parses as a GraphDef without nodes: an error, not an empty graph.
+TEST(ImportTfTest, AGraphDefWithoutNodesIsAnError) {
+  RegisterBuiltinBlocks();
+  for (const auto& [bytes, format] : std::vector<std::pair<std::string, GraphDefFormat>>{
+           {R"({"format": "blockflow.graph", "version": 1, "nodes": []})", GraphDefFormat::kJson},
+           {"", GraphDefFormat::kBinary},
+           {"", GraphDefFormat::kText}}) {
+    Expected<ImportResult> r =
+        tfimport::ImportGraphDef(bytes, "g.x", format, {}, OpRegistry::Global());
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("g.x: the GraphDef has no nodes"), std::string::npos)
+        << Errors(r);
+  }
 }
 
 TEST(ImportTfTest, DetectsTheFormat) {
@@ -334,6 +397,26 @@ TEST(ImportTfCliTest, OutputInAnotherFolder) {
   EXPECT_TRUE(fs::exists(target / "deep/er/bpf_consts/input.npy"));
   CmdResult run = RunBlockflow({"run", out}, cwd.path().string());
   EXPECT_EQ(run.rc, 0) << run.err;
+}
+
+// An import that converts but does not validate exits 1 and, like any failed import,
+// writes nothing: no graph, no Const files.
+TEST(ImportTfCliTest, AnInvalidResultWritesNothing) {
+  TempDir d;
+  WriteText(d / "bad.pbtxt", R"(
+    node { name: "a" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } } float_val: 1 } } } }
+    node { name: "b" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 1 } } } }
+    node { name: "big" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 100 } } float_val: 2 } } } }
+    node { name: "c" op: "Add" input: "a" input: "b" attr { key: "T" value { type: DT_FLOAT } } }
+  )");
+  CmdResult r = RunBlockflow({"import-tf", "bad.pbtxt", "-o", "g.json"}, d.path().string());
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("error: g.json: node 'c' (Add):"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "g.json"));
+  EXPECT_FALSE(fs::exists(d / "g_consts"));
 }
 
 TEST(ImportTfCliTest, TrainingExcerptNeedsFetchAndFeed) {
