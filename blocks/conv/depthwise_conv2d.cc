@@ -114,8 +114,11 @@ void DepthwiseBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g,
 // Optimized kernels: NHWC compute buffers of C, one row per call, parallel over rows that do not
 // overlap. They handle multiplier 1 with `ch` channels in input and output alike: a register
 // tile of P pixels by NV 64-byte vectors of channels, plain loops for the channels left over.
-// A multiplier M > 1 is reduced to that case: the input is expanded to C*M channels
-// (xe[c*M + m] = x[c]); the input gradient is computed per output channel and summed over m.
+// A multiplier M > 1 is reduced to that case: each input row is expanded to C*M channels
+// (xe[c*M + m] = x[c]) when first read, into a small per-thread ring of rows (no copy of the
+// whole input); the input gradient is computed per output channel and summed over m, one row at
+// a time at stride 1. At stride 1 the input gradient is the forward kernel applied to dy with the
+// flipped filter (DwBackpropInputStride1); other strides use the stride-phase kernel.
 // ---------------------------------------------------------------------------------------------
 
 using internal::VecOf;
@@ -128,28 +131,49 @@ using internal::ReachingRows;
 using internal::RowFn;
 using internal::StoreVec;
 
-// Forward tile: y[ow0 + p, c0 + c] for p < P, c < NV*L, = sum over valid (kh, kw) of
-// x[iw(ow, kw), c] * w[kh, kw, c].
+// Forward tile: y[ow0 + p, c0 + c] for p < P, c < NV*L, = sum over kh with xr[kh] != nullptr and
+// valid kw of xr[kh][iw(ow, kw), c] * w[kh, kw, c]. xr[kh] is the input row that filter row kh
+// reads (nullptr outside the input), so the caller decides where rows live (the input itself,
+// or channel-expanded rows in a per-thread ring, or out_backprop rows for the input gradient).
 template <typename C, int P, int NV>
-BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* __restrict x,
-                                  const C* __restrict w, C* __restrict y, int64_t n, int64_t oh,
-                                  const C* zeros, int64_t ow0, int64_t c0) {
+BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, const C* __restrict w,
+                                  C* __restrict yrow, const C* zeros, int64_t ow0, int64_t c0) {
   using Vec = typename VecOf<C>::type;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth;
   Vec acc[P][NV];
   for (int p = 0; p < P; ++p)
     for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+  const bool full_row = ow0 + P <= g.out_w;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-    const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-    if (ih < 0 || ih >= g.in_h) continue;
-    const C* xrow = x + (n * g.in_h + ih) * g.in_w * ch + c0;
+    if (xr[kh] == nullptr) continue;
+    const C* __restrict xrow = xr[kh] + c0;
+    const C* wrow = w + kh * g.filter_w * ch + c0;
+    if (g.stride_w == 1 && g.dilation_w == 1 && g.filter_w == 3 && full_row &&
+        ow0 - g.pad_left >= 0 && ow0 - g.pad_left + P + 1 < g.in_w) {
+      // 3 taps at stride 1 (the common case): each input pixel is loaded once for the 3 taps
+      // that read it (P + 2 loads instead of 3P).
+      const C* xp = xrow + (ow0 - g.pad_left) * ch;
+      Vec wv[3][NV];
+      for (int kw = 0; kw < 3; ++kw)
+        for (int k = 0; k < NV; ++k) wv[kw][k] = LoadVec(wrow + kw * ch + k * L);
+      for (int j = 0; j < P + 2; ++j) {
+        Vec xv[NV];
+        for (int k = 0; k < NV; ++k) xv[k] = LoadVec(xp + j * ch + k * L);
+        for (int kw = 0; kw < 3; ++kw) {
+          const int p = j - kw;
+          if (p < 0 || p >= P) continue;
+          for (int k = 0; k < NV; ++k) acc[p][k] += xv[k] * wv[kw][k];
+        }
+      }
+      continue;
+    }
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
       const int64_t off = g.pad_left - kw * g.dilation_w;
       Vec wv[NV];
-      for (int k = 0; k < NV; ++k) wv[k] = LoadVec(w + (kh * g.filter_w + kw) * ch + c0 + k * L);
+      for (int k = 0; k < NV; ++k) wv[k] = LoadVec(wrow + kw * ch + k * L);
       const int64_t iw0 = ow0 * g.stride_w - off;
-      if (ow0 + P <= g.out_w && iw0 >= 0 && iw0 + (P - 1) * g.stride_w < g.in_w) {
+      if (full_row && iw0 >= 0 && iw0 + (P - 1) * g.stride_w < g.in_w) {
         // The whole tile reads inside the input (the common case): no per-pixel select.
         const C* xp = xrow + iw0 * ch;
         for (int p = 0; p < P; ++p)
@@ -164,43 +188,69 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* __restrict x,
       }
     }
   }
-  C* yrow = y + (n * g.out_h + oh) * g.out_w * ch + c0;
   for (int p = 0; p < P && ow0 + p < g.out_w; ++p)
-    for (int k = 0; k < NV; ++k) StoreVec(yrow + (ow0 + p) * ch + k * L, acc[p][k]);
+    for (int k = 0; k < NV; ++k) StoreVec(yrow + (ow0 + p) * ch + c0 + k * L, acc[p][k]);
 }
 
-// Forward of one output row: pixel tiles outside and channel blocks inside (the tile's input
-// pixels stay in L1 across blocks); channels after the last full vector in plain loops.
+// Forward of one output row (yrow) from the input rows xr[kh]: pixel tiles outside and channel
+// blocks inside (the tile's input pixels stay in L1 across blocks); channels after the last full
+// vector in plain loops.
 template <typename C, int P, int NV>
-BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* __restrict x,
-                                  const C* __restrict w, C* __restrict y, int64_t n, int64_t oh,
-                                  const C* zeros, IntPair* scratch) {
+BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* const* xr, const C* __restrict w,
+                                  C* __restrict yrow, const C* zeros) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t ch = g.out_depth, c_vec = ch - ch % L;
   for (int64_t ow0 = 0; ow0 < g.out_w && c_vec > 0; ow0 += P) {
     int64_t c0 = 0;
-    for (; c0 + NV * L <= ch; c0 += NV * L)
-      DwForwardTile<C, P, NV>(g, x, w, y, n, oh, zeros, ow0, c0);
-    for (; c0 + L <= ch; c0 += L) DwForwardTile<C, P, 1>(g, x, w, y, n, oh, zeros, ow0, c0);
+    for (; c0 + NV * L <= ch; c0 += NV * L) DwForwardTile<C, P, NV>(g, xr, w, yrow, zeros, ow0, c0);
+    for (; c0 + L <= ch; c0 += L) DwForwardTile<C, P, 1>(g, xr, w, yrow, zeros, ow0, c0);
   }
   if (c_vec == ch) return;
-  C* yrow = y + (n * g.out_h + oh) * g.out_w * ch;
   for (int64_t ow = 0; ow < g.out_w; ++ow) {
     C* __restrict yp = yrow + ow * ch;
     for (int64_t c = c_vec; c < ch; ++c) yp[c] = C(0);
     for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-      const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-      if (ih < 0 || ih >= g.in_h) continue;
+      if (xr[kh] == nullptr) continue;
       for (int64_t kw = 0; kw < g.filter_w; ++kw) {
         const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
         if (iw < 0 || iw >= g.in_w) continue;
-        const C* __restrict xp = x + ((n * g.in_h + ih) * g.in_w + iw) * ch;
+        const C* __restrict xp = xr[kh] + iw * ch;
         const C* __restrict wp = w + (kh * g.filter_w + kw) * ch;
         for (int64_t c = c_vec; c < ch; ++c) yp[c] += xp[c] * wp[c];
       }
     }
   }
 }
+
+// Row functions that take the input rows as pointers (forward, filter gradient): `Name##Avx512`,
+// `Name##Avx2`, `Name##Base` instantiate `Impl<C, P, NV>` and `Name(C)` picks one by ActiveIsa(),
+// as BF_CONV_ROW_FNS does for the other signature.
+template <typename C>
+using DwRowsFn = void (*)(const ConvGeometry&, const C* const*, const C*, C*, const C*);
+#define BF_DW_ROWS_FNS(Name, Impl, C)                                                             \
+  BF_TARGET_AVX512 void Name##Avx512(const ConvGeometry& g, const C* const* xr, const C* b, C* y, \
+                                     const C* z) {                                                \
+    Impl<C, 4, 2>(g, xr, b, y, z);                                                                \
+  }                                                                                               \
+  BF_TARGET_AVX2 void Name##Avx2(const ConvGeometry& g, const C* const* xr, const C* b, C* y,     \
+                                 const C* z) {                                                    \
+    Impl<C, 4, 1>(g, xr, b, y, z);                                                                \
+  }                                                                                               \
+  void Name##Base(const ConvGeometry& g, const C* const* xr, const C* b, C* y, const C* z) {      \
+    Impl<C, 4, 1>(g, xr, b, y, z);                                                                \
+  }                                                                                               \
+  DwRowsFn<C> Name(C) {                                                                           \
+    switch (internal::ActiveIsa()) {                                                              \
+      case internal::Isa::kAvx512:                                                                \
+        return Name##Avx512;                                                                      \
+      case internal::Isa::kAvx2:                                                                  \
+        return Name##Avx2;                                                                        \
+      default:                                                                                    \
+        return Name##Base;                                                                        \
+    }                                                                                             \
+  }
+BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, float)
+BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, double)
 
 // Input gradient tile: dx[iw = r + sw*(t0 + p), c0 + c] for p < P, c < NV*L, = sum over the
 // reaching taps of dy[ow, c] * w[kh, kw, c].
@@ -313,18 +363,17 @@ BF_CONV_INLINE void DwBackpropFilterTile(const ConvGeometry& g, const C* __restr
   }
 }
 
-// Filter gradient of one output row into the private partial sum dw [fh, fw, ch].
+// Filter gradient of one output row (dyrow) into the private partial sum dw [fh, fw, ch]; xr[kh]
+// is the input row filter row kh reads (nullptr outside the input), as for the forward.
 template <typename C, int P, int NV>
-BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* __restrict x,
-                                         const C* __restrict dy, C* __restrict dw, int64_t n,
-                                         int64_t oh, const C* /*zeros*/, IntPair* scratch) {
+BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* const* xr,
+                                         const C* __restrict dyrow, C* __restrict dw,
+                                         const C* /*zeros*/) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t ch = g.out_depth;
-  const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * ch;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-    const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-    if (ih < 0 || ih >= g.in_h) continue;
-    const C* xrow = x + (n * g.in_h + ih) * g.in_w * ch;
+    if (xr[kh] == nullptr) continue;
+    const C* xrow = xr[kh];
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
       const int64_t off = g.pad_left - kw * g.dilation_w;
       const int64_t ow0 = off > 0 ? (off + g.stride_w - 1) / g.stride_w : 0;
@@ -347,12 +396,16 @@ BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* __restr
   }
 }
 
-BF_CONV_ROW_FNS(DwForwardRow, DwForwardRowT, float)
-BF_CONV_ROW_FNS(DwForwardRow, DwForwardRowT, double)
+// The strided input gradient's hot loop measured 15-20% slower (mnv2_dw_112x96_s2) when an
+// unrelated edit moved it within a cache line; a 64-byte aligned start keeps its layout fixed.
+BF_TARGET_AVX512 __attribute__((aligned(64))) void DwBackpropInputRowAvx512(
+    const ConvGeometry& g, const float* a, const float* b, float* c, int64_t n, int64_t r,
+    const float* z, IntPair* sc);
 BF_CONV_ROW_FNS(DwBackpropInputRow, DwBackpropInputRowT, float)
 BF_CONV_ROW_FNS(DwBackpropInputRow, DwBackpropInputRowT, double)
-BF_CONV_ROW_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, float)
-BF_CONV_ROW_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, double)
+BF_DW_ROWS_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, float)
+BF_DW_ROWS_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, double)
+#undef BF_DW_ROWS_FNS
 
 // The geometry of the multiplier-1 problem with C*M channels that a multiplier M reduces to.
 ConvGeometry Expanded(const ConvGeometry& g) {
@@ -364,42 +417,143 @@ ConvGeometry Expanded(const ConvGeometry& g) {
   return e;
 }
 
-// xe[pixel, c*M + m] = x[pixel, c]; returns x itself when M == 1.
 template <typename C>
-const C* ExpandChannels(const ConvGeometry& g, const C* x, std::vector<C>* buf, int num_threads) {
-  if (g.multiplier == 1) return x;
-  const int64_t pixels = g.batch * g.in_h * g.in_w, ch = g.in_depth, mult = g.multiplier;
-  buf->resize(static_cast<size_t>(pixels * ch * mult));
-  C* e = buf->data();
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, pixels* ch* mult, 1 << 16)) \
-    schedule(static)
-  for (int64_t i = 0; i < pixels; ++i)
-    for (int64_t c = 0; c < ch; ++c)
-      for (int64_t m = 0; m < mult; ++m) e[(i * ch + c) * mult + m] = x[i * ch + c];
-  return e;
-}
+class ExpandedRows {
+ public:
+  static int64_t Slots(const ConvGeometry& g) {
+    return g.multiplier == 1 ? 0 : std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1);
+  }
+  static int64_t RowSize(const ConvGeometry& g) { return g.in_w * g.in_depth * g.multiplier; }
+  // ring: Slots(g) * RowSize(g) elements; keys: Slots(g) entries set to -1.
+  ExpandedRows(const ConvGeometry& g, const C* x, C* ring, int64_t* keys)
+      : g_(g), x_(x), ring_(ring), keys_(keys), slots_(Slots(g)) {}
+
+  const C* Row(int64_t n, int64_t ih) {
+    const int64_t key = n * g_.in_h + ih, ch = g_.in_depth, mult = g_.multiplier;
+    const C* src = x_ + key * g_.in_w * ch;
+    if (mult == 1) return src;
+    const int64_t slot = key % slots_;
+    C* __restrict dst = ring_ + slot * RowSize(g_);
+    if (keys_[slot] != key) {
+      keys_[slot] = key;
+      if (mult == 2) {
+        for (int64_t i = 0; i < g_.in_w * ch; ++i) dst[2 * i] = dst[2 * i + 1] = src[i];
+      } else {
+        for (int64_t i = 0; i < g_.in_w * ch; ++i)
+          for (int64_t m = 0; m < mult; ++m) dst[i * mult + m] = src[i];
+      }
+    }
+    return dst;
+  }
+
+ private:
+  const ConvGeometry& g_;
+  const C* x_;
+  C* ring_;
+  int64_t* keys_;
+  int64_t slots_;
+};
 
 template <typename T>
 void DepthwiseOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
                         const Tensor& filter, Tensor* output, int num_threads) {
   using C = ComputeT<T>;
-  std::vector<C> xbuf, xebuf, wbuf, ybuf;
+  std::vector<C> xbuf, wbuf, ybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
                                       num_threads);
-  const C* xe = ExpandChannels(g, x, &xebuf, num_threads);
   const ConvGeometry e = Expanded(g);
   const C* w = internal::ToCompute<T, C>(filter, &wbuf);  // [fh, fw, C*M]
   C* y = internal::OutputBuffer<T, C>(output, a.format, &ybuf);
   const std::vector<C> zeros(static_cast<size_t>(e.out_depth), C(0));
-  const RowFn<C> row = DwForwardRow(C{});
+  const DwRowsFn<C> row = DwForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, rows* row_cost, 1 << 15)) \
-    schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
-    row(e, xe, w, y, r / g.out_h, r % g.out_h, zeros.data(), nullptr);
+  const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
+  // Per-thread buffers, allocated here, outside the region.
+  const int64_t slots = ExpandedRows<C>::Slots(g), row_size = ExpandedRows<C>::RowSize(g);
+  std::vector<C> ring(static_cast<size_t>(nt * slots * row_size));
+  std::vector<int64_t> keys(static_cast<size_t>(nt * slots), -1);
+  std::vector<const C*> xr(static_cast<size_t>(nt * g.filter_h));
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    ExpandedRows<C> source(g, x, ring.data() + t * slots * row_size, keys.data() + t * slots);
+    const C** xrt = xr.data() + t * g.filter_h;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t n = r / g.out_h, oh = r % g.out_h;
+      for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+        xrt[kh] = (ih >= 0 && ih < g.in_h) ? source.Row(n, ih) : nullptr;
+      }
+      row(e, xrt, w, y + r * g.out_w * e.out_depth, zeros.data());
+    }
+  }
   internal::StoreNHWC<T, C>(y, output, a.format, g.batch, g.out_h, g.out_w, g.out_depth,
                             num_threads);
+}
+
+// Input gradient at stride 1: the forward convolution of dy with the filter flipped in both
+// spatial axes, dx[ih, iw, c*M + m] = sum_{kh, kw} dy[ih - pt' + kh*dh, iw - pl' + kw*dw, c*M + m]
+// * w[fh-1-kh, fw-1-kw, c, m] with pt' = (fh-1)*dh - pt, pl' = (fw-1)*dw - pl, then the sum over
+// m. A gather over out_backprop rows: each dx row is written once, from fh dy rows that stay in
+// cache while neighbouring dx rows reuse them.
+template <typename C>
+void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* dx,
+                            int num_threads) {
+  const ConvGeometry e = Expanded(g);
+  ConvGeometry f = e;
+  f.in_h = g.out_h;
+  f.in_w = g.out_w;
+  f.out_h = g.in_h;
+  f.out_w = g.in_w;
+  f.pad_top = (g.filter_h - 1) * g.dilation_h - g.pad_top;
+  f.pad_bottom = (g.filter_h - 1) * g.dilation_h - g.pad_bottom;
+  f.pad_left = (g.filter_w - 1) * g.dilation_w - g.pad_left;
+  f.pad_right = (g.filter_w - 1) * g.dilation_w - g.pad_right;
+  const int64_t ch = e.out_depth, taps = g.filter_h * g.filter_w, mult = g.multiplier;
+  std::vector<C> wf(static_cast<size_t>(taps * ch));
+  for (int64_t k = 0; k < taps; ++k)
+    std::copy(w + (taps - 1 - k) * ch, w + (taps - k) * ch, wf.begin() + k * ch);
+  const std::vector<C> zeros(static_cast<size_t>(ch), C(0));
+  const DwRowsFn<C> row = DwForwardRow(C{});
+  const int64_t rows = g.batch * g.in_h;
+  const int64_t row_cost = g.in_w * taps * ch;
+  const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
+  // Per-thread buffers, allocated here, outside the region: dy row pointers, and with M > 1 one
+  // row of per-channel gradients before the sum over m.
+  const int64_t tmp_size = mult == 1 ? 0 : g.in_w * ch;
+  std::vector<C> tmp(static_cast<size_t>(nt * tmp_size));
+  std::vector<const C*> dr(static_cast<size_t>(nt * g.filter_h));
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    const C** drt = dr.data() + t * g.filter_h;
+    C* tmpt = tmp.data() + t * tmp_size;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t n = r / g.in_h, ih = r % g.in_h;
+      for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+        const int64_t oh = ih - f.pad_top + kh * g.dilation_h;
+        drt[kh] = (oh >= 0 && oh < g.out_h) ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
+      }
+      C* dxrow = dx + r * g.in_w * g.in_depth;
+      if (mult == 1) {
+        row(f, drt, wf.data(), dxrow, zeros.data());
+        continue;
+      }
+      row(f, drt, wf.data(), tmpt, zeros.data());
+      if (mult == 2) {  // the common case, as a loop the compiler vectorizes
+        for (int64_t i = 0; i < g.in_w * g.in_depth; ++i) dxrow[i] = tmpt[2 * i] + tmpt[2 * i + 1];
+        continue;
+      }
+      for (int64_t i = 0; i < g.in_w * g.in_depth; ++i) {
+        C s = tmpt[i * mult];
+        for (int64_t m = 1; m < mult; ++m) s += tmpt[i * mult + m];
+        dxrow[i] = s;
+      }
+    }
+  }
 }
 
 template <typename T>
@@ -412,6 +566,12 @@ void DepthwiseBackpropInputOptimized(const ConvAttrs& a, const ConvGeometry& g,
                                        g.out_depth, &dybuf, num_threads);
   const C* w = internal::ToCompute<T, C>(filter, &wbuf);
   C* dx = internal::OutputBuffer<T, C>(input_grad, a.format, &dxbuf);
+  if (g.stride_h == 1 && g.stride_w == 1) {
+    DwBackpropInputStride1(g, w, dy, dx, num_threads);
+    internal::StoreNHWC<T, C>(dx, input_grad, a.format, g.batch, g.in_h, g.in_w, g.in_depth,
+                              num_threads);
+    return;
+  }
   const ConvGeometry e = Expanded(g);
   // With M > 1, first the gradient of each expanded channel c*M + m, then the sum over m.
   C* dxe = dx;
@@ -452,20 +612,33 @@ void DepthwiseBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g,
                                       const Tensor& input, const Tensor& out_backprop,
                                       Tensor* filter_grad, int num_threads) {
   using C = ComputeT<T>;
-  std::vector<C> xbuf, xebuf, dybuf;
+  std::vector<C> xbuf, dybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
                                       num_threads);
-  const C* xe = ExpandChannels(g, x, &xebuf, num_threads);
   const ConvGeometry e = Expanded(g);
   const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
                                        g.out_depth, &dybuf, num_threads);
   const int64_t fsize = g.filter_elements();
   const int64_t rows = g.batch * g.out_h;
   const int nt = ThreadsFor(num_threads, rows * g.out_w * fsize, 1 << 15);
-  const RowFn<C> row = DwBackpropFilterRow(C{});
+  const DwRowsFn<C> row = DwBackpropFilterRow(C{});
+  // Per-thread buffers, allocated here, outside the region: the ring of expanded input rows
+  // (M > 1) and the input row pointers.
+  const int64_t slots = ExpandedRows<C>::Slots(g), row_size = ExpandedRows<C>::RowSize(g);
+  std::vector<C> ring(static_cast<size_t>(nt * slots * row_size));
+  std::vector<int64_t> keys(static_cast<size_t>(nt * slots), -1);
+  std::vector<const C*> xr(static_cast<size_t>(nt * g.filter_h));
   internal::SumRowsPerThread<T, C>(
       rows, fsize, nt, num_threads, filter_grad->data<T>(), [&](int64_t r, C* mine) {
-        row(e, xe, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr);
+        const int t = omp_get_thread_num();
+        ExpandedRows<C> source(g, x, ring.data() + t * slots * row_size, keys.data() + t * slots);
+        const C** xrt = xr.data() + t * g.filter_h;
+        const int64_t n = r / g.out_h, oh = r % g.out_h;
+        for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+          xrt[kh] = (ih >= 0 && ih < g.in_h) ? source.Row(n, ih) : nullptr;
+        }
+        row(e, xrt, dy + r * g.out_w * e.out_depth, mine, nullptr);
       });
 }
 
