@@ -6,6 +6,7 @@
 
 #include "core/graph.h"
 #include "core/session.h"
+#include "core/text.h"
 
 namespace blockflow {
 namespace {
@@ -14,34 +15,6 @@ std::string DTypeList(const std::vector<DType>& dtypes) {
   std::string s;
   for (DType d : dtypes) s += (s.empty() ? "" : ", ") + std::string(DTypeName(d));
   return s;
-}
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (same ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-// " (did you mean 'X'?)" for a near miss among `candidates`, else "".
-std::string Suggest(const std::string& name, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
-  for (const auto& c : candidates) {
-    const size_t d = EditDistance(name, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
 // Small integer nodes whose inputs are all known constants are computed now (constant
@@ -107,7 +80,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
     const OpSchema* schema = registry.Find(node.op);
     schemas[i] = schema;
     if (!schema) {
-      error(i, "unknown op '" + node.op + "'" + Suggest(node.op, op_names) + "; `blockflow ops` lists the blocks");
+      error(i, "unknown op '" + node.op + "'" + DidYouMean(node.op, op_names) + "; `blockflow ops` lists the blocks");
       continue;
     }
     std::vector<std::string> port_names;
@@ -115,7 +88,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
     for (const auto& [port, eps] : node.inputs) {
       const int pi = schema->InputIndex(port);
       if (pi < 0) {
-        error(i, "unknown input port '" + port + "'" + Suggest(port, port_names) + "; " + node.op +
+        error(i, "unknown input port '" + port + "'" + DidYouMean(port, port_names) + "; " + node.op +
                      " has inputs: " + [&] {
                        std::string s;
                        for (const auto& p : port_names) s += (s.empty() ? "" : ", ") + p;
@@ -147,7 +120,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
       for (const auto& [name, value] : node.attrs.items()) {
         const AttrDef* def = schema->FindAttr(name);
         if (!def) {
-          error(i, "unknown attr '" + name + "'" + Suggest(name, attr_names) + "; " + node.op + " has attrs: " + [&] {
+          error(i, "unknown attr '" + name + "'" + DidYouMean(name, attr_names) + "; " + node.op + " has attrs: " + [&] {
             std::string s;
             for (const auto& a : attr_names) s += (s.empty() ? "" : ", ") + a;
             return s.empty() ? std::string("none") : s;

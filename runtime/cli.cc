@@ -20,6 +20,7 @@
 #include "core/graph.h"
 #include "core/npy.h"
 #include "core/session.h"
+#include "core/text.h"
 #include "runtime/catalog.h"
 #ifdef BLOCKFLOW_HAVE_IMPORT_TF
 #include "runtime/import_tf.h"
@@ -126,20 +127,6 @@ int UsageError(std::ostream& err, const std::string& command, const std::string&
 void PrintHelp(std::ostream& out, const std::string& command) {
   const CommandHelp& h = Helps().at(command);
   out << h.usage << "\n" << h.details;
-}
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] =
-          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 // ---------------------------------------------------------------------------
@@ -1021,11 +1008,9 @@ Expected<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
     auto spec =
         std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.name == name; });
     if (spec == specs.end()) {
-      std::string hint;
-      for (const FlagSpec& s : specs) {
-        if (EditDistance(s.name, name) <= 2) hint = " (did you mean '" + s.name + "'?)";
-      }
-      return InvalidArgument("unknown option '" + name + "'" + hint);
+      std::vector<std::string> names;
+      for (const FlagSpec& s : specs) names.push_back(s.name);
+      return InvalidArgument("unknown option '" + name + "'" + DidYouMean(name, names, 2));
     }
     if (!spec->takes_value && inline_value)
       return InvalidArgument("option '" + name + "' takes no value");

@@ -1,0 +1,21 @@
+// Small text helpers for messages.
+//
+//   DidYouMean("Conv2DBackpropFiltr", {"Conv2D", "Conv2DBackpropFilter"})
+//       == " (did you mean 'Conv2DBackpropFilter'?)"
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace blockflow {
+
+/// Levenshtein distance between two strings, ignoring ASCII case.
+size_t EditDistance(const std::string& a, const std::string& b);
+
+/// " (did you mean 'X'?)" for the candidate closest to `name`, when it is at most
+/// `max_distance` edits away (0: about a third of the name's length, at least 2); else "".
+std::string DidYouMean(const std::string& name, const std::vector<std::string>& candidates,
+                       size_t max_distance = 0);
+
+}  // namespace blockflow
