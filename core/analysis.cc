@@ -26,7 +26,8 @@ void FoldConstants(const OpSchema& schema, const std::string& base_dir, NodeInfo
   if (schema.is_stateful() || info->inputs.empty() || info->outputs.empty()) return;
   int64_t total = 0;
   for (const PortInfo& in : info->inputs) {
-    if (!in.value || in.from_feed || IsFloatingDType(in.dtype)) return;  // feeds are data, not constants
+    if (!in.value || in.from_feed || IsFloatingDType(in.dtype))
+      return;  // feeds are data, not constants
     total += in.value->num_elements();
     if (total > kMaxFoldElements) return;
   }
@@ -52,7 +53,8 @@ void FoldConstants(const OpSchema& schema, const std::string& base_dir, NodeInfo
 
 }  // namespace
 
-GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const std::map<std::string, Tensor>* feeds) {
+GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry,
+                           const std::map<std::string, Tensor>* feeds) {
   const auto& nodes = graph.nodes();
   const size_t n = nodes.size();
   const std::unordered_map<std::string, int> index_of = BuildNodeIndex(graph);
@@ -80,7 +82,8 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
     const OpSchema* schema = registry.Find(node.op);
     schemas[i] = schema;
     if (!schema) {
-      error(i, "unknown op '" + node.op + "'" + DidYouMean(node.op, op_names) + "; `blockflow ops` lists the blocks");
+      error(i, "unknown op '" + node.op + "'" + DidYouMean(node.op, op_names) +
+                   "; `blockflow ops` lists the blocks");
       continue;
     }
     std::vector<std::string> port_names;
@@ -88,12 +91,13 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
     for (const auto& [port, eps] : node.inputs) {
       const int pi = schema->InputIndex(port);
       if (pi < 0) {
-        error(i, "unknown input port '" + port + "'" + DidYouMean(port, port_names) + "; " + node.op +
-                     " has inputs: " + [&] {
-                       std::string s;
-                       for (const auto& p : port_names) s += (s.empty() ? "" : ", ") + p;
-                       return s.empty() ? std::string("none") : s;
-                     }());
+        error(
+            i, "unknown input port '" + port + "'" + DidYouMean(port, port_names) + "; " + node.op +
+                   " has inputs: " + [&] {
+                     std::string s;
+                     for (const auto& p : port_names) s += (s.empty() ? "" : ", ") + p;
+                     return s.empty() ? std::string("none") : s;
+                   }());
         continue;
       }
       if (!schema->inputs()[static_cast<size_t>(pi)].is_list && eps.size() != 1) {
@@ -101,14 +105,17 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
       }
       for (const Endpoint& e : eps) {
         if (e.node == node.id) {
-          error(i, "input '" + port + "' reads the node's own output '" + e.ToString() + "' (a cycle)");
+          error(i, "input '" + port + "' reads the node's own output '" + e.ToString() +
+                       "' (a cycle)");
         } else if (index(e.node) < 0) {
-          error(i, "input '" + port + "' reads '" + e.ToString() + "', but there is no node '" + e.node + "'");
+          error(i, "input '" + port + "' reads '" + e.ToString() + "', but there is no node '" +
+                       e.node + "'");
         }
       }
     }
     for (const PortDef& p : schema->inputs()) {
-      if (!p.is_list && !node.inputs.count(p.name)) error(i, "input '" + p.name + "' is not connected");
+      if (!p.is_list && !node.inputs.count(p.name))
+        error(i, "input '" + p.name + "' is not connected");
     }
     // Attributes: known, well typed, required ones present; defaults merged.
     nlohmann::json attrs = nlohmann::json::object();
@@ -120,11 +127,13 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
       for (const auto& [name, value] : node.attrs.items()) {
         const AttrDef* def = schema->FindAttr(name);
         if (!def) {
-          error(i, "unknown attr '" + name + "'" + DidYouMean(name, attr_names) + "; " + node.op + " has attrs: " + [&] {
-            std::string s;
-            for (const auto& a : attr_names) s += (s.empty() ? "" : ", ") + a;
-            return s.empty() ? std::string("none") : s;
-          }());
+          error(
+              i, "unknown attr '" + name + "'" + DidYouMean(name, attr_names) + "; " + node.op +
+                     " has attrs: " + [&] {
+                       std::string s;
+                       for (const auto& a : attr_names) s += (s.empty() ? "" : ", ") + a;
+                       return s.empty() ? std::string("none") : s;
+                     }());
           continue;
         }
         Status s = CheckAttrValue(*def, value);
@@ -138,7 +147,8 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
     for (const AttrDef& a : schema->attrs()) {
       if (attrs.contains(a.name)) continue;
       if (a.required) {
-        if (!node.attrs.is_object() || !node.attrs.contains(a.name)) error(i, "attr '" + a.name + "' is required");
+        if (!node.attrs.is_object() || !node.attrs.contains(a.name))
+          error(i, "attr '" + a.name + "' is required");
       } else if (!a.default_value.is_null()) {
         attrs[a.name] = a.default_value;
       }
@@ -182,8 +192,10 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
     for (const auto& [port, eps] : nodes[i].inputs) {
       bool reported = false;
       for (const Endpoint& e : eps) {
-        if (e.node != nodes[i].id && index(e.node) >= 0 && WouldCreateCycle(graph, e.node, nodes[i].id)) {
-          error(i, "input '" + port + "' from '" + e.node + "' closes a cycle; a graph must be acyclic");
+        if (e.node != nodes[i].id && index(e.node) >= 0 &&
+            WouldCreateCycle(graph, e.node, nodes[i].id)) {
+          error(i, "input '" + port + "' from '" + e.node +
+                       "' closes a cycle; a graph must be acyclic");
           reported = true;
           break;
         }
@@ -216,22 +228,23 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
           continue;
         }
         if (e.index < 0 || e.index >= static_cast<int>(pinfo.outputs.size())) {
-          error(i, "input '" + p.name + "' reads output " + std::to_string(e.index) + " of '" + e.node + "', which has " +
-                       std::to_string(pinfo.outputs.size()) + " output(s)");
+          error(i, "input '" + p.name + "' reads output " + std::to_string(e.index) + " of '" +
+                       e.node + "', which has " + std::to_string(pinfo.outputs.size()) +
+                       " output(s)");
           inputs_known = false;
           continue;
         }
         const PortInfo& in = pinfo.outputs[static_cast<size_t>(e.index)];
         if (std::find(p.dtypes.begin(), p.dtypes.end(), in.dtype) == p.dtypes.end()) {
-          error(i, "input '" + p.name + "' must be " + DTypeList(p.dtypes) + ", but '" + e.ToString() + "' is " +
-                       std::string(DTypeName(in.dtype)));
+          error(i, "input '" + p.name + "' must be " + DTypeList(p.dtypes) + ", but '" +
+                       e.ToString() + "' is " + std::string(DTypeName(in.dtype)));
           inputs_known = false;
         }
         auto [it_dtype, fresh] = port_dtype.emplace(p.name, in.dtype);
         if (!fresh && it_dtype->second != in.dtype) {
-          error(i, "the wires of list input '" + p.name + "' must share one dtype, but '" + e.ToString() + "' is " +
-                       std::string(DTypeName(in.dtype)) + " and an earlier one is " +
-                       std::string(DTypeName(it_dtype->second)));
+          error(i, "the wires of list input '" + p.name + "' must share one dtype, but '" +
+                       e.ToString() + "' is " + std::string(DTypeName(in.dtype)) +
+                       " and an earlier one is " + std::string(DTypeName(it_dtype->second)));
           inputs_known = false;
         }
         inputs.push_back(in);
@@ -247,8 +260,9 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
       if (first_port.empty()) {
         first_port = port;
       } else if (it->second != port_dtype[first_port]) {
-        error(i, "inputs '" + first_port + "' (" + std::string(DTypeName(port_dtype[first_port])) + ") and '" + port +
-                     "' (" + std::string(DTypeName(it->second)) + ") must have the same dtype");
+        error(i, "inputs '" + first_port + "' (" + std::string(DTypeName(port_dtype[first_port])) +
+                     ") and '" + port + "' (" + std::string(DTypeName(it->second)) +
+                     ") must have the same dtype");
         same_ok = false;
       }
     }
@@ -270,8 +284,8 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
       continue;
     }
     if (!schema->variadic_outputs() && ctx.outputs().size() != schema->outputs().size()) {
-      error(i, "internal: shape function set " + std::to_string(ctx.outputs().size()) + " outputs, schema declares " +
-                   std::to_string(schema->outputs().size()));
+      error(i, "internal: shape function set " + std::to_string(ctx.outputs().size()) +
+                   " outputs, schema declares " + std::to_string(schema->outputs().size()));
       continue;
     }
     info.inputs = std::move(inputs);
@@ -283,7 +297,8 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry, const
 
   for (size_t i = 0; i < n; ++i) {
     result.nodes[i].errors = errors[i];
-    for (const std::string& msg : errors[i]) result.issues.push_back(NodeIssue{nodes[i].id, nodes[i].op, msg});
+    for (const std::string& msg : errors[i])
+      result.issues.push_back(NodeIssue{nodes[i].id, nodes[i].op, msg});
   }
   return result;
 }

@@ -6,14 +6,22 @@ namespace blockflow {
 
 std::string_view DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kBool: return "bool";
-    case DType::kInvalid: break;
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kBool:
+      return "bool";
+    case DType::kInvalid:
+      break;
   }
   return "invalid";
 }
@@ -31,13 +39,18 @@ std::optional<DType> ParseDType(std::string_view name) {
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
     case DType::kFloat16:
-    case DType::kBFloat16: return 2;
+    case DType::kBFloat16:
+      return 2;
     case DType::kFloat32:
-    case DType::kInt32: return 4;
+    case DType::kInt32:
+      return 4;
     case DType::kFloat64:
-    case DType::kInt64: return 8;
-    case DType::kBool: return 1;
-    case DType::kInvalid: break;
+    case DType::kInt64:
+      return 8;
+    case DType::kBool:
+      return 1;
+    case DType::kInvalid:
+      break;
   }
   return 0;
 }
@@ -48,13 +61,15 @@ bool IsFloatingDType(DType dtype) {
 }
 
 const std::vector<DType>& AllDTypes() {
-  static const std::vector<DType> all = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64,
-                                         DType::kInt32,   DType::kInt64,    DType::kBool};
+  static const std::vector<DType> all = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                                         DType::kFloat64, DType::kInt32,    DType::kInt64,
+                                         DType::kBool};
   return all;
 }
 
 const std::vector<DType>& FloatDTypes() {
-  static const std::vector<DType> floats = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
+  static const std::vector<DType> floats = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                                            DType::kFloat64};
   return floats;
 }
 
@@ -110,7 +125,8 @@ float HalfBitsToFloat(uint16_t h) {
 uint16_t FloatToBFloat16Bits(float f) {
   uint32_t x;
   std::memcpy(&x, &f, sizeof x);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   const uint32_t lsb = (x >> 16) & 1u;
   x += 0x7fffu + lsb;
   return static_cast<uint16_t>(x >> 16);

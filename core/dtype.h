@@ -60,7 +60,11 @@ struct Half {
   Half() = default;
   explicit Half(float f) : bits(FloatToHalfBits(f)) {}
   explicit Half(double d) : bits(FloatToHalfBits(static_cast<float>(d))) {}
-  static Half FromBits(uint16_t b) { Half h; h.bits = b; return h; }
+  static Half FromBits(uint16_t b) {
+    Half h;
+    h.bits = b;
+    return h;
+  }
   operator float() const { return HalfBitsToFloat(bits); }  // NOLINT: implicit widening is exact
 };
 
@@ -70,35 +74,84 @@ struct BFloat16 {
   BFloat16() = default;
   explicit BFloat16(float f) : bits(FloatToBFloat16Bits(f)) {}
   explicit BFloat16(double d) : bits(FloatToBFloat16Bits(static_cast<float>(d))) {}
-  static BFloat16 FromBits(uint16_t b) { BFloat16 h; h.bits = b; return h; }
-  operator float() const { return BFloat16BitsToFloat(bits); }  // NOLINT: implicit widening is exact
+  static BFloat16 FromBits(uint16_t b) {
+    BFloat16 h;
+    h.bits = b;
+    return h;
+  }
+  operator float() const {
+    return BFloat16BitsToFloat(bits);
+  }  // NOLINT: implicit widening is exact
 };
 
 /// Maps a C++ element type to its DType.
-template <typename T> struct DTypeOf;
-template <> struct DTypeOf<Half> { static constexpr DType value = DType::kFloat16; };
-template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::kBFloat16; };
-template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::kFloat64; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
-template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+template <typename T>
+struct DTypeOf;
+template <>
+struct DTypeOf<Half> {
+  static constexpr DType value = DType::kFloat16;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::kBFloat16;
+};
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::kFloat32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::kFloat64;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::kInt32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::kInt64;
+};
+template <>
+struct DTypeOf<bool> {
+  static constexpr DType value = DType::kBool;
+};
 
 /// The type kernels accumulate in: float for the 16-bit types and float32, double for float64.
-template <typename T> struct AccumulatorOf { using type = float; };
-template <> struct AccumulatorOf<double> { using type = double; };
-template <> struct AccumulatorOf<int32_t> { using type = int64_t; };
-template <> struct AccumulatorOf<int64_t> { using type = int64_t; };
+template <typename T>
+struct AccumulatorOf {
+  using type = float;
+};
+template <>
+struct AccumulatorOf<double> {
+  using type = double;
+};
+template <>
+struct AccumulatorOf<int32_t> {
+  using type = int64_t;
+};
+template <>
+struct AccumulatorOf<int64_t> {
+  using type = int64_t;
+};
 
 /// Calls `fn(T{})` with T the C++ type of a floating `dtype`; returns false for other dtypes.
 template <typename Fn>
 bool DispatchFloat(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kFloat16: fn(Half{}); return true;
-    case DType::kBFloat16: fn(BFloat16{}); return true;
-    case DType::kFloat32: fn(float{}); return true;
-    case DType::kFloat64: fn(double{}); return true;
-    default: return false;
+    case DType::kFloat16:
+      fn(Half{});
+      return true;
+    case DType::kBFloat16:
+      fn(BFloat16{});
+      return true;
+    case DType::kFloat32:
+      fn(float{});
+      return true;
+    case DType::kFloat64:
+      fn(double{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -106,10 +159,17 @@ bool DispatchFloat(DType dtype, Fn&& fn) {
 template <typename Fn>
 bool DispatchAll(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kInt32: fn(int32_t{}); return true;
-    case DType::kInt64: fn(int64_t{}); return true;
-    case DType::kBool: fn(bool{}); return true;
-    default: return DispatchFloat(dtype, fn);
+    case DType::kInt32:
+      fn(int32_t{});
+      return true;
+    case DType::kInt64:
+      fn(int64_t{});
+      return true;
+    case DType::kBool:
+      fn(bool{});
+      return true;
+    default:
+      return DispatchFloat(dtype, fn);
   }
 }
 

@@ -16,7 +16,9 @@ const char* const kNodeIdRule =
 
 // ---- Endpoint ----
 
-std::string Endpoint::ToString() const { return index == 0 ? node : node + ":" + std::to_string(index); }
+std::string Endpoint::ToString() const {
+  return index == 0 ? node : node + ":" + std::to_string(index);
+}
 
 std::optional<Endpoint> Endpoint::Parse(const std::string& text) {
   const size_t colon = text.rfind(':');
@@ -35,15 +37,16 @@ std::optional<Endpoint> Endpoint::Parse(const std::string& text) {
 bool IsValidNodeId(const std::string& id) {
   if (id.empty()) return false;
   const bool chars_ok = std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-           c == '-' || c == '/';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-' || c == '/';
   });
   if (!chars_ok) return false;
   // Ids become file paths under `run --out`: every '/'-separated part must be a plain name.
   size_t start = 0;
   while (true) {
     const size_t slash = id.find('/', start);
-    const std::string part = id.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    const std::string part =
+        id.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (part.empty() || part == "." || part == "..") return false;
     if (slash == std::string::npos) return true;
     start = slash + 1;
@@ -53,7 +56,8 @@ bool IsValidNodeId(const std::string& id) {
 std::unordered_map<std::string, int> BuildNodeIndex(const Graph& graph) {
   std::unordered_map<std::string, int> index;
   index.reserve(graph.nodes().size());
-  for (size_t i = 0; i < graph.nodes().size(); ++i) index.emplace(graph.nodes()[i].id, static_cast<int>(i));
+  for (size_t i = 0; i < graph.nodes().size(); ++i)
+    index.emplace(graph.nodes()[i].id, static_cast<int>(i));
   return index;
 }
 
@@ -103,7 +107,9 @@ bool Graph::RemoveNode(const std::string& id) {
   for (Node& n : nodes_) {
     for (auto it = n.inputs.begin(); it != n.inputs.end();) {
       auto& eps = it->second;
-      eps.erase(std::remove_if(eps.begin(), eps.end(), [&](const Endpoint& e) { return e.node == id; }), eps.end());
+      eps.erase(
+          std::remove_if(eps.begin(), eps.end(), [&](const Endpoint& e) { return e.node == id; }),
+          eps.end());
       it = eps.empty() ? n.inputs.erase(it) : std::next(it);
     }
   }
@@ -131,7 +137,8 @@ std::vector<std::string> Graph::Consumers(const std::string& id) const {
   return out;
 }
 
-bool WouldCreateCycle(const Graph& graph, const std::string& producer, const std::string& consumer) {
+bool WouldCreateCycle(const Graph& graph, const std::string& producer,
+                      const std::string& consumer) {
   // A wire producer → consumer closes a cycle when consumer is already upstream of producer.
   std::vector<std::string> stack{producer};
   std::set<std::string> seen;
@@ -173,10 +180,12 @@ Status ParseNode(const json& j, size_t index, Node* node) {
   if (!j.is_object()) return InvalidArgument(where + " must be an object");
   for (const auto& [key, value] : j.items()) {
     if (key != "id" && key != "op" && key != "inputs" && key != "attrs" && key != "ui") {
-      return InvalidArgument(where + ": unknown key '" + key + "' (a node has id, op, inputs, attrs, ui)");
+      return InvalidArgument(where + ": unknown key '" + key +
+                             "' (a node has id, op, inputs, attrs, ui)");
     }
   }
-  if (!j.contains("id") || !j["id"].is_string()) return InvalidArgument(where + ": 'id' must be a string");
+  if (!j.contains("id") || !j["id"].is_string())
+    return InvalidArgument(where + ": 'id' must be a string");
   node->id = j["id"].get<std::string>();
   const std::string who = "node '" + node->id + "'";
   if (!IsValidNodeId(node->id)) {
@@ -188,7 +197,8 @@ Status ParseNode(const json& j, size_t index, Node* node) {
   node->op = j["op"].get<std::string>();
   const std::string whop = who + " (" + node->op + ")";
   if (j.contains("inputs")) {
-    if (!j["inputs"].is_object()) return InvalidArgument(whop + ": 'inputs' must be an object of port → \"node[:K]\"");
+    if (!j["inputs"].is_object())
+      return InvalidArgument(whop + ": 'inputs' must be an object of port → \"node[:K]\"");
     for (const auto& [port, value] : j["inputs"].items()) {
       std::vector<json> items;
       if (value.is_string()) {
@@ -196,15 +206,16 @@ Status ParseNode(const json& j, size_t index, Node* node) {
       } else if (value.is_array()) {
         items.assign(value.begin(), value.end());
       } else {
-        return InvalidArgument(whop + ": input '" + port + "' must be \"node\", \"node:K\" or a list of them");
+        return InvalidArgument(whop + ": input '" + port +
+                               "' must be \"node\", \"node:K\" or a list of them");
       }
       std::vector<Endpoint> eps;
       for (const json& item : items) {
         std::optional<Endpoint> ep;
         if (item.is_string()) ep = Endpoint::Parse(item.get<std::string>());
         if (!ep) {
-          return InvalidArgument(whop + ": input '" + port + "' has a malformed source " + item.dump() +
-                                 " (expected \"node\" or \"node:K\")");
+          return InvalidArgument(whop + ": input '" + port + "' has a malformed source " +
+                                 item.dump() + " (expected \"node\" or \"node:K\")");
         }
         eps.push_back(*ep);
       }
@@ -246,17 +257,21 @@ void DumpCompact(const json& j, std::string* out) {
 
 }  // namespace
 
-Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origin, const std::string& base_dir) {
+Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origin,
+                               const std::string& base_dir) {
   json j;
   try {
     // Deeply nested values would overflow the stack in the recursive copies and dumps later.
     j = json::parse(text, [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxJsonDepth) throw std::length_error("values nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      if (depth > kMaxJsonDepth)
+        throw std::length_error("values nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                " levels");
       return true;
     });
   } catch (const json::parse_error& e) {
     std::string what = e.what();
-    // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L, column C: ".
+    // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L,
+    // column C: ".
     const size_t colon = what.find(": ", what.find("column"));
     const std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
     return InvalidArgument(origin + ":" + LineColumn(text, e.byte) + ": malformed JSON: " + detail);
@@ -264,7 +279,8 @@ Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origi
     // Number overflow (1e999) and the depth limit: no position is known.
     std::string what = e.what();
     const size_t bracket = what.rfind("] ");
-    return InvalidArgument(origin + ": malformed JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
+    return InvalidArgument(origin + ": malformed JSON: " +
+                           (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   auto bad = [&](const std::string& why) { return InvalidArgument(origin + ": " + why); };
   if (!j.is_object()) return bad("a graph file must hold a JSON object");
@@ -276,10 +292,12 @@ Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origi
   if (!j.contains("format") || j["format"] != "blockflow.graph") {
     return bad("not a blockflow graph: \"format\" must be \"blockflow.graph\"");
   }
-  if (!j.contains("version") || !j["version"].is_number_integer()) return bad("\"version\" must be an integer");
+  if (!j.contains("version") || !j["version"].is_number_integer())
+    return bad("\"version\" must be an integer");
   const int64_t version = j["version"].get<int64_t>();
   if (version != 1) {
-    return bad("graph format version " + std::to_string(version) + " is not supported (this blockflow reads version 1" +
+    return bad("graph format version " + std::to_string(version) +
+               " is not supported (this blockflow reads version 1" +
                (version > 1 ? "; the file was written by a newer blockflow)" : ")"));
   }
   if (!j.contains("nodes") || !j["nodes"].is_array()) return bad("\"nodes\" must be a list");
@@ -301,7 +319,8 @@ Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origi
 Expected<Graph> LoadGraphFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   const fs::path p(path);
-  return ParseGraphJson(text, path, p.has_parent_path() ? p.parent_path().string() : std::string("."));
+  return ParseGraphJson(text, path,
+                        p.has_parent_path() ? p.parent_path().string() : std::string("."));
 }
 
 std::string SerializeGraph(const Graph& graph, const OpRegistry& registry) {
@@ -327,12 +346,15 @@ std::string SerializeGraph(const Graph& graph, const OpRegistry& registry) {
       for (size_t i = 0; i < order.size(); ++i) {
         const auto& eps = n.inputs.at(order[i]);
         const int port_index = schema ? schema->InputIndex(order[i]) : -1;
-        const bool as_list = eps.size() != 1 || (port_index >= 0 && schema->inputs()[static_cast<size_t>(port_index)].is_list);
+        const bool as_list =
+            eps.size() != 1 ||
+            (port_index >= 0 && schema->inputs()[static_cast<size_t>(port_index)].is_list);
         if (i) out += ", ";
         out += json(order[i]).dump() + ": ";
         if (as_list) {
           out += "[";
-          for (size_t k = 0; k < eps.size(); ++k) out += (k ? ", " : "") + json(eps[k].ToString()).dump();
+          for (size_t k = 0; k < eps.size(); ++k)
+            out += (k ? ", " : "") + json(eps[k].ToString()).dump();
           out += "]";
         } else {
           out += json(eps[0].ToString()).dump();

@@ -9,12 +9,11 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/schema.h"
 #include "core/status.h"
@@ -30,14 +29,17 @@ struct Endpoint {
   /// Parses "node" or "node:K"; nullopt when malformed.
   static std::optional<Endpoint> Parse(const std::string& text);
   bool operator==(const Endpoint& o) const { return node == o.node && index == o.index; }
-  bool operator<(const Endpoint& o) const { return node != o.node ? node < o.node : index < o.index; }
+  bool operator<(const Endpoint& o) const {
+    return node != o.node ? node < o.node : index < o.index;
+  }
 };
 
 /// One block instance.
 struct Node {
   std::string id;
   std::string op;
-  /// Input port name → the endpoints wired to it (one for an ordinary port, any number for a list port).
+  /// Input port name → the endpoints wired to it (one for an ordinary port, any number for a list
+  /// port).
   std::map<std::string, std::vector<Endpoint>> inputs;
   /// Attribute values as given (defaults are not written back).
   nlohmann::json attrs = nlohmann::json::object();
@@ -89,7 +91,8 @@ std::unordered_map<std::string, int> BuildNodeIndex(const Graph& graph);
 
 /// Parses graph JSON v1 text. `origin` names the source in messages ("g.json:3:14: ...").
 /// Structural checks only (format, version, ids, input syntax); see AnalyzeGraph for the rest.
-Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origin, const std::string& base_dir);
+Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origin,
+                               const std::string& base_dir);
 /// Reads and parses a graph file; base_dir becomes the file's folder.
 Expected<Graph> LoadGraphFile(const std::string& path);
 /// The canonical JSON v1 text: one node per line, stable key order, ports in schema order.
@@ -109,19 +112,19 @@ struct NodeIssue {
 
 /// What inference found for one node.
 struct NodeInfo {
-  bool ok = false;                 // validated and inferred without error
-  AttrMap attrs;                   // given attrs plus defaults
-  std::vector<PortInfo> inputs;    // flattened inputs
-  std::vector<int> port_starts;    // schema port → first flattened input
-  std::vector<PortInfo> outputs;   // inferred outputs
-  std::vector<std::string> errors; // messages for this node (also in GraphAnalysis::issues)
+  bool ok = false;                  // validated and inferred without error
+  AttrMap attrs;                    // given attrs plus defaults
+  std::vector<PortInfo> inputs;     // flattened inputs
+  std::vector<int> port_starts;     // schema port → first flattened input
+  std::vector<PortInfo> outputs;    // inferred outputs
+  std::vector<std::string> errors;  // messages for this node (also in GraphAnalysis::issues)
 };
 
 /// The result of validating a whole graph.
 struct GraphAnalysis {
-  std::vector<NodeInfo> nodes;   // parallel to graph.nodes()
-  std::vector<NodeIssue> issues; // every problem, in node order
-  std::vector<int> topo_order;   // node indices, producers first (all nodes when acyclic)
+  std::vector<NodeInfo> nodes;    // parallel to graph.nodes()
+  std::vector<NodeIssue> issues;  // every problem, in node order
+  std::vector<int> topo_order;    // node indices, producers first (all nodes when acyclic)
   bool ok() const { return issues.empty(); }
 };
 

@@ -3,9 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -18,14 +17,22 @@ namespace {
 
 std::string DescrOf(DType dtype) {
   switch (dtype) {
-    case DType::kFloat16: return "<f2";
-    case DType::kBFloat16: return "<u2";
-    case DType::kFloat32: return "<f4";
-    case DType::kFloat64: return "<f8";
-    case DType::kInt32: return "<i4";
-    case DType::kInt64: return "<i8";
-    case DType::kBool: return "|b1";
-    case DType::kInvalid: break;
+    case DType::kFloat16:
+      return "<f2";
+    case DType::kBFloat16:
+      return "<u2";
+    case DType::kFloat32:
+      return "<f4";
+    case DType::kFloat64:
+      return "<f8";
+    case DType::kInt32:
+      return "<i4";
+    case DType::kInt64:
+      return "<i8";
+    case DType::kBool:
+      return "|b1";
+    case DType::kInvalid:
+      break;
   }
   return "";
 }
@@ -55,18 +62,24 @@ std::string HeaderValue(const std::string& header, const std::string& key) {
 
 }  // namespace
 
-Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, DType expected_dtype) {
-  auto bad = [&](const std::string& why) { return InvalidArgument(origin + ": not a valid .npy file: " + why); };
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) return bad("missing the \\x93NUMPY magic");
+Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
+                          DType expected_dtype) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument(origin + ": not a valid .npy file: " + why);
+  };
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
+    return bad("missing the \\x93NUMPY magic");
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len, header_start;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_len = static_cast<unsigned char>(bytes[8]) |
+                 (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return bad("truncated header");
     header_len = 0;
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     header_start = 12;
   } else {
     return bad("unsupported format version " + std::to_string(major));
@@ -77,7 +90,8 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
   const std::string descr = HeaderValue(header, "descr");
   const std::string fortran = HeaderValue(header, "fortran_order");
   const std::string shape_text = HeaderValue(header, "shape");
-  if (descr.empty() || fortran.empty() || shape_text.empty()) return bad("header lacks descr, fortran_order or shape");
+  if (descr.empty() || fortran.empty() || shape_text.empty())
+    return bad("header lacks descr, fortran_order or shape");
   if (fortran != "False" && fortran != "True") return bad("fortran_order must be True or False");
   const bool fortran_order = fortran == "True";
 
@@ -87,17 +101,21 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
   }
   if (descr == "<u2") {
     if (expected_dtype != DType::kBFloat16) {
-      return bad("dtype '<u2' (uint16) is only read as bfloat16 raw bits, where bfloat16 is expected");
+      return bad(
+          "dtype '<u2' (uint16) is only read as bfloat16 raw bits, where bfloat16 is expected");
     }
     dtype = DType::kBFloat16;
   }
   if (descr == "<b1") dtype = DType::kBool;
   if (dtype == DType::kInvalid) {
-    return bad("unsupported dtype '" + descr + "' (blockflow reads <f2 <f4 <f8 <i4 <i8 |b1, and <u2 as bfloat16; big-endian is not supported)");
+    return bad("unsupported dtype '" + descr +
+               "' (blockflow reads <f2 <f4 <f8 <i4 <i8 |b1, and <u2 as bfloat16; big-endian is not "
+               "supported)");
   }
 
   // A Python tuple of non-negative ints: "()", "(3,)", "(2, 3)"; one trailing comma at most.
-  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')') return bad("bad shape " + shape_text);
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
+    return bad("bad shape " + shape_text);
   std::vector<int64_t> dims;
   std::string inner = shape_text.substr(1, shape_text.size() - 2);
   while (!inner.empty() && inner.back() == ' ') inner.pop_back();
@@ -106,14 +124,16 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
     size_t start = 0;
     while (true) {
       const size_t comma = inner.find(',', start);
-      std::string item = inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string item =
+          inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       const size_t b = item.find_first_not_of(' ');
       item = b == std::string::npos ? "" : item.substr(b);
       while (!item.empty() && (item.back() == ' ' || item.back() == 'L')) item.pop_back();
       errno = 0;
       char* end = nullptr;
       const long long v = std::strtoll(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || v < 0 || errno == ERANGE) return bad("bad shape " + shape_text);
+      if (item.empty() || *end != '\0' || v < 0 || errno == ERANGE)
+        return bad("bad shape " + shape_text);
       dims.push_back(v);
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -129,12 +149,12 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
   if (needed != static_cast<long double>(available)) {
     char need_text[64];
     std::snprintf(need_text, sizeof need_text, "%.0Lf", needed);
-    return bad("shape " + shape.ToString() + " of " + std::string(DTypeName(dtype)) + " needs " + need_text +
-               " data bytes, file has " + std::to_string(available));
+    return bad("shape " + shape.ToString() + " of " + std::string(DTypeName(dtype)) + " needs " +
+               need_text + " data bytes, file has " + std::to_string(available));
   }
   if (expected_dtype != DType::kInvalid && expected_dtype != dtype) {
-    return InvalidArgument(origin + ": holds " + std::string(DTypeName(dtype)) + " (" + descr + "), expected " +
-                           std::string(DTypeName(expected_dtype)));
+    return InvalidArgument(origin + ": holds " + std::string(DTypeName(dtype)) + " (" + descr +
+                           "), expected " + std::string(DTypeName(expected_dtype)));
   }
   ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   if (!available) return t;
@@ -152,12 +172,15 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin, D
   const size_t size = DTypeSize(dtype);
   const int rank = shape.rank();
   std::vector<int64_t> index(static_cast<size_t>(rank), 0), f_stride(static_cast<size_t>(rank), 1);
-  for (int d = 1; d < rank; ++d) f_stride[static_cast<size_t>(d)] = f_stride[static_cast<size_t>(d) - 1] * dims[static_cast<size_t>(d) - 1];
+  for (int d = 1; d < rank; ++d)
+    f_stride[static_cast<size_t>(d)] =
+        f_stride[static_cast<size_t>(d) - 1] * dims[static_cast<size_t>(d) - 1];
   auto* dst = static_cast<char*>(t.raw());
   const char* src = bytes.data() + data_start;
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     int64_t off = 0;
-    for (int d = 0; d < rank; ++d) off += index[static_cast<size_t>(d)] * f_stride[static_cast<size_t>(d)];
+    for (int d = 0; d < rank; ++d)
+      off += index[static_cast<size_t>(d)] * f_stride[static_cast<size_t>(d)];
     std::memcpy(dst + static_cast<size_t>(i) * size, src + static_cast<size_t>(off) * size, size);
     if (dtype == DType::kBool) dst[i] = dst[i] != 0;
     for (int d = rank - 1; d >= 0; --d) {
@@ -181,7 +204,8 @@ std::string SerializeNpy(const Tensor& tensor) {
     if (i + 1 < tensor.shape().rank()) shape += " ";
   }
   shape += ")";
-  std::string header = "{'descr': '" + DescrOf(tensor.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header = "{'descr': '" + DescrOf(tensor.dtype()) +
+                       "', 'fortran_order': False, 'shape': " + shape + ", }";
   // Pad so that magic + length + header (ending in '\n') is a multiple of 64.
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -196,7 +220,9 @@ std::string SerializeNpy(const Tensor& tensor) {
   return out;
 }
 
-Status WriteNpy(const std::string& path, const Tensor& tensor) { return WriteFileAtomic(path, SerializeNpy(tensor)); }
+Status WriteNpy(const std::string& path, const Tensor& tensor) {
+  return WriteFileAtomic(path, SerializeNpy(tensor));
+}
 
 Status WriteFileAtomic(const std::string& path, const std::string& contents) {
   static std::atomic<int> counter{0};
@@ -209,7 +235,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
   }
   // Write a temporary file beside the target, flush it to disk, then rename it over the
   // target: readers see the old file or the new one, never a part.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return IoError("cannot write '" + path + "': " + std::strerror(errno));
   auto fail = [&](const std::string& what) {

@@ -4,16 +4,26 @@ namespace blockflow {
 
 std::string_view AttrTypeName(AttrType type) {
   switch (type) {
-    case AttrType::kInt: return "int";
-    case AttrType::kFloat: return "float";
-    case AttrType::kBool: return "bool";
-    case AttrType::kString: return "string";
-    case AttrType::kEnum: return "enum";
-    case AttrType::kInts: return "ints";
-    case AttrType::kFloats: return "floats";
-    case AttrType::kDType: return "dtype";
-    case AttrType::kShape: return "shape";
-    case AttrType::kAny: return "any";
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kBool:
+      return "bool";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kEnum:
+      return "enum";
+    case AttrType::kInts:
+      return "ints";
+    case AttrType::kFloats:
+      return "floats";
+    case AttrType::kDType:
+      return "dtype";
+    case AttrType::kShape:
+      return "shape";
+    case AttrType::kAny:
+      return "any";
   }
   return "any";
 }
@@ -108,7 +118,8 @@ OpSchema& OpSchema::Output(std::string name, std::vector<DType> dtypes, std::str
   return *this;
 }
 
-OpSchema& OpSchema::Attr(std::string name, AttrType type, nlohmann::json default_value, std::string doc) {
+OpSchema& OpSchema::Attr(std::string name, AttrType type, nlohmann::json default_value,
+                         std::string doc) {
   AttrDef def;
   def.name = std::move(name);
   def.type = type;
@@ -128,8 +139,8 @@ OpSchema& OpSchema::RequiredAttr(std::string name, AttrType type, std::string do
   return *this;
 }
 
-OpSchema& OpSchema::EnumAttr(std::string name, std::vector<std::string> allowed, std::string default_value,
-                             std::string doc) {
+OpSchema& OpSchema::EnumAttr(std::string name, std::vector<std::string> allowed,
+                             std::string default_value, std::string doc) {
   AttrDef def;
   def.name = std::move(name);
   def.type = AttrType::kEnum;
@@ -227,11 +238,13 @@ Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value) {
       if (!all_of(IsInt64)) return fail("must be a list of integers");
       break;
     case AttrType::kFloats:
-      if (!all_of([](const nlohmann::json& e) { return e.is_number(); })) return fail("must be a list of numbers");
+      if (!all_of([](const nlohmann::json& e) { return e.is_number(); }))
+        return fail("must be a list of numbers");
       break;
     case AttrType::kDType:
       if (!value.is_string() || !ParseDType(value.get<std::string>())) {
-        return fail("must be a dtype name (float16, bfloat16, float32, float64, int32, int64, bool)");
+        return fail(
+            "must be a dtype name (float16, bfloat16, float32, float64, int32, int64, bool)");
       }
       break;
     case AttrType::kShape:

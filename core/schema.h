@@ -14,10 +14,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
 #include "core/shape.h"
@@ -95,8 +94,13 @@ class InferContext {
   InferContext(const std::string& node_id, const std::string& op, const AttrMap& attrs,
                std::vector<PortInfo> inputs, std::vector<int> port_starts, std::string base_dir,
                const Tensor* feed)
-      : node_id_(node_id), op_(op), attrs_(attrs), inputs_(std::move(inputs)),
-        port_starts_(std::move(port_starts)), base_dir_(std::move(base_dir)), feed_(feed) {}
+      : node_id_(node_id),
+        op_(op),
+        attrs_(attrs),
+        inputs_(std::move(inputs)),
+        port_starts_(std::move(port_starts)),
+        base_dir_(std::move(base_dir)),
+        feed_(feed) {}
 
   const std::string& node_id() const { return node_id_; }
   const std::string& op() const { return op_; }
@@ -113,7 +117,9 @@ class InferContext {
 
   /// Sets output i (grows the output list as needed).
   void SetOutput(int i, PortInfo info);
-  void SetOutput(int i, DType dtype, Shape shape) { SetOutput(i, PortInfo{dtype, std::move(shape), nullptr}); }
+  void SetOutput(int i, DType dtype, Shape shape) {
+    SetOutput(i, PortInfo{dtype, std::move(shape), nullptr});
+  }
   const std::vector<PortInfo>& outputs() const { return outputs_; }
   std::vector<PortInfo>& mutable_outputs() { return outputs_; }
 
@@ -131,20 +137,21 @@ class InferContext {
 /// Given to a kernel: inputs (all ready), attrs, the inferred outputs; the kernel fills `outputs`.
 struct KernelContext {
   const AttrMap* attrs = nullptr;
-  std::vector<const Tensor*> inputs;           // flattened, as in InferContext
-  std::vector<PortInfo> output_infos;          // fully defined shapes from inference
-  std::vector<Tensor> outputs;                 // to be set by the kernel
-  int num_threads = 1;                         // OpenMP threads the kernel may use
-  const std::atomic<bool>* cancel = nullptr;   // poll cancelled() between large chunks of work
-  const std::atomic<bool>* stop = nullptr;     // set when another node of the run failed
-  std::string base_dir;                        // as InferContext::base_dir
+  std::vector<const Tensor*> inputs;          // flattened, as in InferContext
+  std::vector<PortInfo> output_infos;         // fully defined shapes from inference
+  std::vector<Tensor> outputs;                // to be set by the kernel
+  int num_threads = 1;                        // OpenMP threads the kernel may use
+  const std::atomic<bool>* cancel = nullptr;  // poll cancelled() between large chunks of work
+  const std::atomic<bool>* stop = nullptr;    // set when another node of the run failed
+  std::string base_dir;                       // as InferContext::base_dir
 
   const Tensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
   /// Allocates output i zero-filled with its inferred dtype and shape, and returns it.
   Tensor& AllocateOutput(int i);
   /// True when the run was cancelled or another node failed: stop and return Cancelled().
   bool cancelled() const {
-    return (cancel && cancel->load(std::memory_order_relaxed)) || (stop && stop->load(std::memory_order_relaxed));
+    return (cancel && cancel->load(std::memory_order_relaxed)) ||
+           (stop && stop->load(std::memory_order_relaxed));
   }
 };
 
@@ -156,30 +163,55 @@ class OpSchema {
  public:
   explicit OpSchema(std::string name) : name_(std::move(name)) {}
 
-  OpSchema& Category(std::string category) { category_ = std::move(category); return *this; }
-  OpSchema& Doc(std::string doc) { doc_ = std::move(doc); return *this; }
+  OpSchema& Category(std::string category) {
+    category_ = std::move(category);
+    return *this;
+  }
+  OpSchema& Doc(std::string doc) {
+    doc_ = std::move(doc);
+    return *this;
+  }
   OpSchema& Input(std::string name, std::vector<DType> dtypes, std::string doc = "");
   OpSchema& InputList(std::string name, std::vector<DType> dtypes, std::string doc = "");
   OpSchema& Output(std::string name, std::vector<DType> dtypes, std::string doc = "");
   /// The last output repeats as many times as the shape function sets outputs.
-  OpSchema& VariadicOutputs() { variadic_outputs_ = true; return *this; }
+  OpSchema& VariadicOutputs() {
+    variadic_outputs_ = true;
+    return *this;
+  }
   /// An attribute with a default value.
-  OpSchema& Attr(std::string name, AttrType type, nlohmann::json default_value, std::string doc = "");
+  OpSchema& Attr(std::string name, AttrType type, nlohmann::json default_value,
+                 std::string doc = "");
   /// An attribute that must be given.
   OpSchema& RequiredAttr(std::string name, AttrType type, std::string doc = "");
   /// A string attribute restricted to `allowed`; an empty default makes it required.
   OpSchema& EnumAttr(std::string name, std::vector<std::string> allowed, std::string default_value,
                      std::string doc = "");
   /// Input ports (and the outputs' dtype) that must share one dtype, TensorFlow's `T`.
-  OpSchema& SameDType(std::vector<std::string> ports) { same_dtype_ = std::move(ports); return *this; }
-  OpSchema& SetShapeFn(ShapeFn fn) { shape_fn_ = std::move(fn); return *this; }
+  OpSchema& SameDType(std::vector<std::string> ports) {
+    same_dtype_ = std::move(ports);
+    return *this;
+  }
+  OpSchema& SetShapeFn(ShapeFn fn) {
+    shape_fn_ = std::move(fn);
+    return *this;
+  }
   /// Marks a block whose kernel has effects or must run when the graph runs; such a block
   /// is never computed ahead of time (constant folding) during analysis.
-  OpSchema& SetIsStateful() { stateful_ = true; return *this; }
+  OpSchema& SetIsStateful() {
+    stateful_ = true;
+    return *this;
+  }
   /// The optimized kernel (used unless reference kernels are forced).
-  OpSchema& SetKernel(KernelFn fn) { kernel_ = std::move(fn); return *this; }
+  OpSchema& SetKernel(KernelFn fn) {
+    kernel_ = std::move(fn);
+    return *this;
+  }
   /// The reference kernel: the definition in plain loops. Used when no optimized kernel is set.
-  OpSchema& SetReferenceKernel(KernelFn fn) { reference_kernel_ = std::move(fn); return *this; }
+  OpSchema& SetReferenceKernel(KernelFn fn) {
+    reference_kernel_ = std::move(fn);
+    return *this;
+  }
 
   const std::string& name() const { return name_; }
   const std::string& category() const { return category_; }
@@ -191,7 +223,9 @@ class OpSchema {
   const std::vector<std::string>& same_dtype() const { return same_dtype_; }
   const ShapeFn& shape_fn() const { return shape_fn_; }
   const KernelFn& kernel() const { return kernel_ ? kernel_ : reference_kernel_; }
-  const KernelFn& reference_kernel() const { return reference_kernel_ ? reference_kernel_ : kernel_; }
+  const KernelFn& reference_kernel() const {
+    return reference_kernel_ ? reference_kernel_ : kernel_;
+  }
   bool has_optimized_kernel() const { return kernel_ && reference_kernel_; }
   bool is_stateful() const { return stateful_; }
   /// Port index by name, or -1.

@@ -21,7 +21,8 @@ Scope Scope::NewSubScope(const std::string& name) const {
   return s;
 }
 
-Output Scope::AddNode(const std::string& op, const std::vector<std::pair<std::string, std::vector<Output>>>& inputs,
+Output Scope::AddNode(const std::string& op,
+                      const std::vector<std::pair<std::string, std::vector<Output>>>& inputs,
                       const nlohmann::json& attrs) const {
   Graph& g = state_->graph;
   const std::string id = op_name_.empty() ? g.UniqueId(prefix_ + op) : prefix_ + op_name_;
@@ -53,7 +54,8 @@ Status Scope::Validate() const {
   return InvalidArgument(msg);
 }
 
-Status ClientSession::Run(const std::vector<Output>& fetch_outputs, std::vector<Tensor>* outputs) const {
+Status ClientSession::Run(const std::vector<Output>& fetch_outputs,
+                          std::vector<Tensor>* outputs) const {
   return Run(FeedType{}, fetch_outputs, outputs);
 }
 

@@ -12,11 +12,10 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/graph.h"
 #include "core/session.h"
@@ -50,7 +49,8 @@ class Scope {
   Scope NewSubScope(const std::string& name) const;
 
   /// Adds a node of `op`; returns its output 0. Errors are recorded in status().
-  Output AddNode(const std::string& op, const std::vector<std::pair<std::string, std::vector<Output>>>& inputs,
+  Output AddNode(const std::string& op,
+                 const std::vector<std::pair<std::string, std::vector<Output>>>& inputs,
                  const nlohmann::json& attrs) const;
   /// The first error met while building (OK if none).
   Status status() const;
@@ -78,8 +78,8 @@ class ClientSession {
   /// Runs without feeds.
   Status Run(const std::vector<Output>& fetch_outputs, std::vector<Tensor>* outputs) const;
   /// Feeds Placeholders and fetches outputs.
-  Status Run(const FeedType& inputs, const std::vector<Output>& fetch_outputs, std::vector<Tensor>* outputs,
-             const RunOptions& options = {}) const;
+  Status Run(const FeedType& inputs, const std::vector<Output>& fetch_outputs,
+             std::vector<Tensor>* outputs, const RunOptions& options = {}) const;
 
  private:
   Scope scope_;

@@ -20,7 +20,8 @@ std::string Who(const Node& node) { return "node '" + node.id + "' (" + node.op 
 
 int DefaultNumThreads() { return std::max(1, omp_get_num_procs()); }
 
-Session::Session(Graph graph, const OpRegistry& registry) : graph_(std::move(graph)), registry_(registry) {}
+Session::Session(Graph graph, const OpRegistry& registry)
+    : graph_(std::move(graph)), registry_(registry) {}
 
 std::vector<std::string> Session::DefaultFetches() const {
   GraphAnalysis analysis = AnalyzeGraph(graph_, registry_);
@@ -44,8 +45,9 @@ std::vector<std::string> Session::DefaultFetches() const {
   return fetches;
 }
 
-Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info, const std::vector<const Tensor*>& inputs,
-                     std::vector<Tensor>* outputs, const RunOptions& options, const std::string& base_dir) {
+Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info,
+                     const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                     const RunOptions& options, const std::string& base_dir) {
   KernelContext ctx;
   ctx.attrs = &info.attrs;
   ctx.inputs = inputs;
@@ -57,13 +59,15 @@ Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info, const std::ve
   for (size_t k = 0; k < info.outputs.size(); ++k) {
     const PortInfo& out = info.outputs[k];
     if (!out.shape.IsFullyDefined()) {
-      return InvalidArgument("the shape of output " + std::to_string(k) + " is still " + out.shape.ToString() +
-                             " at run time: the inputs that give its size must be constants, feeds, or computed "
-                             "from them by small blocks");
+      return InvalidArgument(
+          "the shape of output " + std::to_string(k) + " is still " + out.shape.ToString() +
+          " at run time: the inputs that give its size must be constants, feeds, or computed "
+          "from them by small blocks");
     }
     RETURN_IF_ERROR(CheckAllocatable(out.dtype, out.shape));
   }
-  const KernelFn& kernel = options.force_reference_kernels ? schema.reference_kernel() : schema.kernel();
+  const KernelFn& kernel =
+      options.force_reference_kernels ? schema.reference_kernel() : schema.kernel();
   if (!kernel) return Internal("op " + schema.name() + " has no kernel");
   Status s;
   try {
@@ -74,22 +78,24 @@ Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info, const std::ve
   if (!s.ok()) return s;
   if (ctx.cancelled()) return Cancelled();
   if (ctx.outputs.size() != info.outputs.size()) {
-    return Internal("kernel produced " + std::to_string(ctx.outputs.size()) + " outputs, expected " +
-                    std::to_string(info.outputs.size()));
+    return Internal("kernel produced " + std::to_string(ctx.outputs.size()) +
+                    " outputs, expected " + std::to_string(info.outputs.size()));
   }
   for (size_t k = 0; k < ctx.outputs.size(); ++k) {
     const Tensor& t = ctx.outputs[k];
     if (t.dtype() != info.outputs[k].dtype || t.shape() != info.outputs[k].shape) {
-      return Internal("kernel output " + std::to_string(k) + " is " + t.DebugString() + ", inference said " +
-                      std::string(DTypeName(info.outputs[k].dtype)) + info.outputs[k].shape.ToString());
+      return Internal("kernel output " + std::to_string(k) + " is " + t.DebugString() +
+                      ", inference said " + std::string(DTypeName(info.outputs[k].dtype)) +
+                      info.outputs[k].shape.ToString());
     }
   }
   *outputs = std::move(ctx.outputs);
   return Status::OK();
 }
 
-Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetch_names,
-                    std::vector<Tensor>* outputs, const RunOptions& options) const {
+Status Session::Run(const std::map<std::string, Tensor>& feeds,
+                    const std::vector<std::string>& fetch_names, std::vector<Tensor>* outputs,
+                    const RunOptions& options) const {
   const auto& nodes = graph_.nodes();
   const std::unordered_map<std::string, int> index_of = BuildNodeIndex(graph_);
   auto index = [&](const std::string& id) {
@@ -110,7 +116,8 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
   for (const std::string& f : fetch_list) {
     auto ep = Endpoint::Parse(f);
     if (!ep) return InvalidArgument("cannot fetch '" + f + "': expected \"node\" or \"node:K\"");
-    if (index(ep->node) < 0) return NotFound("cannot fetch '" + f + "': there is no node '" + ep->node + "'");
+    if (index(ep->node) < 0)
+      return NotFound("cannot fetch '" + f + "': there is no node '" + ep->node + "'");
     fetches.push_back(*ep);
   }
   // The nodes the fetches need; without explicit fetches, the whole graph.
@@ -138,7 +145,8 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (needed[i] && nodes[i].op == "Placeholder" && !feeds.count(nodes[i].id)) {
-      return InvalidArgument(Who(nodes[i]) + "needs a value: it is needed by the fetched outputs but was not fed");
+      return InvalidArgument(Who(nodes[i]) +
+                             "needs a value: it is needed by the fetched outputs but was not fed");
     }
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -149,8 +157,9 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
   for (size_t f = 0; f < fetches.size(); ++f) {
     const size_t i = static_cast<size_t>(index(fetches[f].node));
     if (fetches[f].index >= static_cast<int>(analysis.nodes[i].outputs.size())) {
-      return InvalidArgument("cannot fetch '" + fetch_list[f] + "': node '" + nodes[i].id + "' has " +
-                             std::to_string(analysis.nodes[i].outputs.size()) + " output(s)");
+      return InvalidArgument("cannot fetch '" + fetch_list[f] + "': node '" + nodes[i].id +
+                             "' has " + std::to_string(analysis.nodes[i].outputs.size()) +
+                             " output(s)");
     }
   }
 
@@ -197,8 +206,9 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
     const NodeInfo& info = analysis.nodes[i];
     const OpSchema* schema = registry_.Find(node.op);
     // Values known at analysis time (constants and what folds from them) need no kernel.
-    const bool folded = !info.outputs.empty() && std::all_of(info.outputs.begin(), info.outputs.end(),
-                                                             [](const PortInfo& p) { return p.value != nullptr; });
+    const bool folded =
+        !info.outputs.empty() && std::all_of(info.outputs.begin(), info.outputs.end(),
+                                             [](const PortInfo& p) { return p.value != nullptr; });
     if (folded) {
       std::vector<Tensor> out;
       for (const PortInfo& p : info.outputs) out.push_back(*p.value);
@@ -213,7 +223,8 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
         auto it = node.inputs.find(p.name);
         if (it == node.inputs.end()) continue;
         for (const Endpoint& e : it->second) {
-          inputs.push_back(&values[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)]);
+          inputs.push_back(
+              &values[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)]);
         }
       }
     }
@@ -228,13 +239,17 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
     return Status::OK();
   };
 
-  const int max_parallel = options.max_parallel_nodes > 0
-                               ? options.max_parallel_nodes
-                               : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
+  const int max_parallel =
+      options.max_parallel_nodes > 0
+          ? options.max_parallel_nodes
+          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
   auto worker = [&] {
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
-      cv.wait(lock, [&] { return !ready.empty() || finished == order.size() || !first_error.ok() || (running == 0 && ready.empty()); });
+      cv.wait(lock, [&] {
+        return !ready.empty() || finished == order.size() || !first_error.ok() ||
+               (running == 0 && ready.empty());
+      });
       if (finished == order.size() || !first_error.ok() || ready.empty()) break;
       if (cancelled()) {
         if (first_error.ok()) first_error = Cancelled("run cancelled");
@@ -253,7 +268,9 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
         if (options.observer) options.observer->OnNodeBegin(node);
         const auto t0 = std::chrono::steady_clock::now();
         s = execute(idx, threads);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         if (!s.ok() && s.code() != StatusCode::kCancelled) s = s.WithPrefix(Who(node));
         if (options.observer) options.observer->OnNodeEnd(node, ms, s);
       } catch (const std::exception& e) {
@@ -281,12 +298,14 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds, const std::vecto
     for (auto& t : threads) t.join();
   }
   if (first_error.ok() && cancelled()) first_error = Cancelled("run cancelled");
-  if (first_error.ok() && finished != order.size()) first_error = Internal("scheduler stopped before every node ran");
+  if (first_error.ok() && finished != order.size())
+    first_error = Internal("scheduler stopped before every node ran");
   if (options.observer) options.observer->OnRunEnd(first_error);
   if (!first_error.ok()) return first_error;
 
   if (options.all_outputs) {
-    for (int i : order) (*options.all_outputs)[nodes[static_cast<size_t>(i)].id] = values[static_cast<size_t>(i)];
+    for (int i : order)
+      (*options.all_outputs)[nodes[static_cast<size_t>(i)].id] = values[static_cast<size_t>(i)];
   }
   outputs->clear();
   for (const Endpoint& e : fetches) {

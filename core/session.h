@@ -23,7 +23,11 @@ class ExecutionObserver {
   virtual void OnRunBegin(const std::vector<std::string>& node_ids) { (void)node_ids; }
   virtual void OnNodeBegin(const Node& node) { (void)node; }
   /// After a node; `ms` is its kernel's wall time.
-  virtual void OnNodeEnd(const Node& node, double ms, const Status& status) { (void)node; (void)ms; (void)status; }
+  virtual void OnNodeEnd(const Node& node, double ms, const Status& status) {
+    (void)node;
+    (void)ms;
+    (void)status;
+  }
   virtual void OnRunEnd(const Status& status) { (void)status; }
 };
 
@@ -59,8 +63,9 @@ class Session {
 
 /// Runs one node's kernel on ready inputs (benchmarks and tests). `info` is the node's
 /// analysis (attrs and output shapes) for these inputs.
-Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info, const std::vector<const Tensor*>& inputs,
-                     std::vector<Tensor>* outputs, const RunOptions& options, const std::string& base_dir = "");
+Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info,
+                     const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                     const RunOptions& options, const std::string& base_dir = "");
 
 /// The number of threads `RunOptions::num_threads == 0` means (all cores).
 int DefaultNumThreads();

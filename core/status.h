@@ -15,7 +15,15 @@
 namespace blockflow {
 
 /// Broad kind of a failure; the message carries the details.
-enum class StatusCode { kOk = 0, kInvalidArgument, kNotFound, kFailedPrecondition, kCancelled, kInternal, kIo };
+enum class StatusCode {
+  kOk = 0,
+  kInvalidArgument,
+  kNotFound,
+  kFailedPrecondition,
+  kCancelled,
+  kInternal,
+  kIo
+};
 
 /// The result of an operation that returns nothing: OK or an error with a message.
 class [[nodiscard]] Status {
@@ -45,7 +53,9 @@ class [[nodiscard]] Status {
 };
 
 /// An invalid-argument error: bad attribute, shape, dtype or input.
-inline Status InvalidArgument(std::string msg) { return Status(StatusCode::kInvalidArgument, std::move(msg)); }
+inline Status InvalidArgument(std::string msg) {
+  return Status(StatusCode::kInvalidArgument, std::move(msg));
+}
 /// A not-found error: unknown op, node, port or file.
 inline Status NotFound(std::string msg) { return Status(StatusCode::kNotFound, std::move(msg)); }
 /// An internal error: a bug in blockflow.
@@ -53,7 +63,9 @@ inline Status Internal(std::string msg) { return Status(StatusCode::kInternal, s
 /// An I/O error: unreadable or unwritable file.
 inline Status IoError(std::string msg) { return Status(StatusCode::kIo, std::move(msg)); }
 /// The run was cancelled.
-inline Status Cancelled(std::string msg = "cancelled") { return Status(StatusCode::kCancelled, std::move(msg)); }
+inline Status Cancelled(std::string msg = "cancelled") {
+  return Status(StatusCode::kCancelled, std::move(msg));
+}
 
 /// A value of type T or an error Status (like C++23 std::expected).
 template <typename T>
@@ -85,35 +97,40 @@ class [[nodiscard]] Expected {
 };
 
 namespace internal {
-[[noreturn]] inline void CheckFailed(const char* file, int line, const char* cond, const std::string& msg) {
+[[noreturn]] inline void CheckFailed(const char* file, int line, const char* cond,
+                                     const std::string& msg) {
   std::fprintf(stderr, "%s:%d: CHECK failed: %s %s\n", file, line, cond, msg.c_str());
   std::abort();
 }
 inline const Status& AsStatus(const Status& s) { return s; }
 template <typename T>
-const Status& AsStatus(const Expected<T>& e) { return e.status(); }
+const Status& AsStatus(const Expected<T>& e) {
+  return e.status();
+}
 }  // namespace internal
 
 }  // namespace blockflow
 
 /// Aborts with a message when a programmer invariant is broken.
-#define BF_CHECK(cond, ...)                                                              \
-  do {                                                                                   \
-    if (!(cond)) ::blockflow::internal::CheckFailed(__FILE__, __LINE__, #cond, std::string(__VA_ARGS__)); \
+#define BF_CHECK(cond, ...)                                                                    \
+  do {                                                                                         \
+    if (!(cond))                                                                               \
+      ::blockflow::internal::CheckFailed(__FILE__, __LINE__, #cond, std::string(__VA_ARGS__)); \
   } while (0)
 
 /// Returns the error from the enclosing function when `expr` (a Status or Expected) failed.
-#define RETURN_IF_ERROR(expr)                                                    \
-  do {                                                                           \
-    const auto& bf_status_or_ = (expr);                                          \
-    if (!::blockflow::internal::AsStatus(bf_status_or_).ok())                    \
-      return ::blockflow::internal::AsStatus(bf_status_or_);                     \
+#define RETURN_IF_ERROR(expr)                                 \
+  do {                                                        \
+    const auto& bf_status_or_ = (expr);                       \
+    if (!::blockflow::internal::AsStatus(bf_status_or_).ok()) \
+      return ::blockflow::internal::AsStatus(bf_status_or_);  \
   } while (0)
 
 #define BF_CONCAT_INNER_(a, b) a##b
 #define BF_CONCAT_(a, b) BF_CONCAT_INNER_(a, b)
 /// `ASSIGN_OR_RETURN(T x, expr)`: declares x from an Expected, or returns its error.
-#define ASSIGN_OR_RETURN(lhs, expr) ASSIGN_OR_RETURN_IMPL_(BF_CONCAT_(bf_expected_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN(lhs, expr) \
+  ASSIGN_OR_RETURN_IMPL_(BF_CONCAT_(bf_expected_, __LINE__), lhs, expr)
 #define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                           \
   if (!tmp.ok()) return tmp.status();          \

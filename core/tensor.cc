@@ -4,9 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -24,7 +23,8 @@ std::shared_ptr<std::byte> AllocateZeroed(size_t bytes) {
   if (bytes >= kMapThreshold) {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return nullptr;
-    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [bytes](std::byte* q) { ::munmap(q, bytes); });
+    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
+                                      [bytes](std::byte* q) { ::munmap(q, bytes); });
   }
   const size_t rounded = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   void* p = std::aligned_alloc(kAlignment, rounded);
@@ -57,14 +57,16 @@ I SaturateCast(double v) {
 }  // namespace
 
 Status CheckAllocatable(DType dtype, const Shape& shape) {
-  if (!shape.IsFullyDefined()) return InvalidArgument("shape " + shape.ToString() + " is not fully defined");
-  static const long double limit =
-      static_cast<long double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<long double>(::sysconf(_SC_PAGESIZE));
+  if (!shape.IsFullyDefined())
+    return InvalidArgument("shape " + shape.ToString() + " is not fully defined");
+  static const long double limit = static_cast<long double>(::sysconf(_SC_PHYS_PAGES)) *
+                                   static_cast<long double>(::sysconf(_SC_PAGESIZE));
   long double bytes = DTypeSize(dtype);
   for (int64_t d : shape.dims()) bytes *= static_cast<long double>(d);
   if (bytes > limit) {
-    return InvalidArgument("cannot allocate " + std::string(DTypeName(dtype)) + shape.ToString() + " (" +
-                           HumanBytes(bytes) + "): more than this machine's memory (" + HumanBytes(limit) + ")");
+    return InvalidArgument("cannot allocate " + std::string(DTypeName(dtype)) + shape.ToString() +
+                           " (" + HumanBytes(bytes) + "): more than this machine's memory (" +
+                           HumanBytes(limit) + ")");
   }
   return Status::OK();
 }
@@ -87,7 +89,8 @@ Expected<Tensor> Tensor::Create(DType dtype, Shape shape) {
   t.num_elements_ = t.shape_.num_elements();
   t.buffer_ = AllocateZeroed(t.num_bytes());
   if (!t.buffer_ && t.num_bytes() != 0) {
-    return InvalidArgument("cannot allocate " + t.DebugString() + " (" + HumanBytes(t.num_bytes()) + "): out of memory");
+    return InvalidArgument("cannot allocate " + t.DebugString() + " (" + HumanBytes(t.num_bytes()) +
+                           "): out of memory");
   }
   return t;
 }
@@ -95,14 +98,22 @@ Expected<Tensor> Tensor::Create(DType dtype, Shape shape) {
 double Tensor::GetAsDouble(int64_t i) const {
   const void* p = raw();
   switch (dtype_) {
-    case DType::kFloat16: return static_cast<float>(static_cast<const Half*>(p)[i]);
-    case DType::kBFloat16: return static_cast<float>(static_cast<const BFloat16*>(p)[i]);
-    case DType::kFloat32: return static_cast<const float*>(p)[i];
-    case DType::kFloat64: return static_cast<const double*>(p)[i];
-    case DType::kInt32: return static_cast<const int32_t*>(p)[i];
-    case DType::kInt64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
-    case DType::kBool: return static_cast<const bool*>(p)[i] ? 1.0 : 0.0;
-    case DType::kInvalid: break;
+    case DType::kFloat16:
+      return static_cast<float>(static_cast<const Half*>(p)[i]);
+    case DType::kBFloat16:
+      return static_cast<float>(static_cast<const BFloat16*>(p)[i]);
+    case DType::kFloat32:
+      return static_cast<const float*>(p)[i];
+    case DType::kFloat64:
+      return static_cast<const double*>(p)[i];
+    case DType::kInt32:
+      return static_cast<const int32_t*>(p)[i];
+    case DType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case DType::kBool:
+      return static_cast<const bool*>(p)[i] ? 1.0 : 0.0;
+    case DType::kInvalid:
+      break;
   }
   return 0;
 }
@@ -110,14 +121,29 @@ double Tensor::GetAsDouble(int64_t i) const {
 void Tensor::SetFromDouble(int64_t i, double v) {
   void* p = raw();
   switch (dtype_) {
-    case DType::kFloat16: static_cast<Half*>(p)[i] = Half(v); break;
-    case DType::kBFloat16: static_cast<BFloat16*>(p)[i] = BFloat16(v); break;
-    case DType::kFloat32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-    case DType::kFloat64: static_cast<double*>(p)[i] = v; break;
-    case DType::kInt32: static_cast<int32_t*>(p)[i] = SaturateCast<int32_t>(v); break;
-    case DType::kInt64: static_cast<int64_t*>(p)[i] = SaturateCast<int64_t>(v); break;
-    case DType::kBool: static_cast<bool*>(p)[i] = v != 0; break;
-    case DType::kInvalid: break;
+    case DType::kFloat16:
+      static_cast<Half*>(p)[i] = Half(v);
+      break;
+    case DType::kBFloat16:
+      static_cast<BFloat16*>(p)[i] = BFloat16(v);
+      break;
+    case DType::kFloat32:
+      static_cast<float*>(p)[i] = static_cast<float>(v);
+      break;
+    case DType::kFloat64:
+      static_cast<double*>(p)[i] = v;
+      break;
+    case DType::kInt32:
+      static_cast<int32_t*>(p)[i] = SaturateCast<int32_t>(v);
+      break;
+    case DType::kInt64:
+      static_cast<int64_t*>(p)[i] = SaturateCast<int64_t>(v);
+      break;
+    case DType::kBool:
+      static_cast<bool*>(p)[i] = v != 0;
+      break;
+    case DType::kInvalid:
+      break;
   }
 }
 
@@ -129,7 +155,8 @@ Tensor Tensor::Clone() const {
 
 Expected<Tensor> Tensor::Reshaped(const Shape& shape) const {
   if (!shape.IsFullyDefined() || shape.num_elements() != num_elements_) {
-    return InvalidArgument("cannot reshape " + DebugString() + " to " + shape.ToString() + ": element counts differ");
+    return InvalidArgument("cannot reshape " + DebugString() + " to " + shape.ToString() +
+                           ": element counts differ");
   }
   Tensor t = *this;
   t.shape_ = shape;
@@ -143,8 +170,10 @@ Tensor Tensor::CastTo(DType dtype) const {
   if (dtype_ == DType::kFloat32 && (dtype == DType::kFloat16 || dtype == DType::kBFloat16)) {
     const float* src = data<float>();
     for (int64_t i = 0; i < num_elements_; ++i) {
-      if (dtype == DType::kFloat16) t.data<Half>()[i] = Half(src[i]);
-      else t.data<BFloat16>()[i] = BFloat16(src[i]);
+      if (dtype == DType::kFloat16)
+        t.data<Half>()[i] = Half(src[i]);
+      else
+        t.data<BFloat16>()[i] = BFloat16(src[i]);
     }
     return t;
   }
@@ -161,8 +190,14 @@ TensorStats Tensor::Stats() const {
   s.max = -std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < num_elements_; ++i) {
     const double v = GetAsDouble(i);
-    if (std::isnan(v)) { ++s.nan_count; continue; }
-    if (std::isinf(v)) { ++s.inf_count; continue; }
+    if (std::isnan(v)) {
+      ++s.nan_count;
+      continue;
+    }
+    if (std::isinf(v)) {
+      ++s.inf_count;
+      continue;
+    }
     s.min = std::min(s.min, v);
     s.max = std::max(s.max, v);
     sum += v;
@@ -177,7 +212,8 @@ TensorStats Tensor::Stats() const {
 }
 
 std::vector<int64_t> Tensor::ToInt64Vector() const {
-  BF_CHECK(dtype_ == DType::kInt32 || dtype_ == DType::kInt64, "ToInt64Vector needs an integer tensor");
+  BF_CHECK(dtype_ == DType::kInt32 || dtype_ == DType::kInt64,
+           "ToInt64Vector needs an integer tensor");
   std::vector<int64_t> v(static_cast<size_t>(num_elements_));
   for (int64_t i = 0; i < num_elements_; ++i) {
     v[static_cast<size_t>(i)] = dtype_ == DType::kInt32 ? data<int32_t>()[i] : data<int64_t>()[i];
@@ -190,6 +226,8 @@ bool Tensor::BitwiseEquals(const Tensor& other) const {
          (num_bytes() == 0 || std::memcmp(raw(), other.raw(), num_bytes()) == 0);
 }
 
-std::string Tensor::DebugString() const { return std::string(DTypeName(dtype_)) + shape_.ToString(); }
+std::string Tensor::DebugString() const {
+  return std::string(DTypeName(dtype_)) + shape_.ToString();
+}
 
 }  // namespace blockflow

@@ -50,7 +50,9 @@ class Tensor {
   }
   /// A scalar (rank-0) tensor.
   template <typename T>
-  static Tensor Scalar(T v) { return FromVector(std::vector<T>{v}, Shape{}); }
+  static Tensor Scalar(T v) {
+    return FromVector(std::vector<T>{v}, Shape{});
+  }
 
   /// Element type.
   DType dtype() const { return dtype_; }
@@ -64,12 +66,14 @@ class Tensor {
   /// Typed pointer to the data; CHECKs that T matches the dtype.
   template <typename T>
   T* data() {
-    BF_CHECK(DTypeOf<T>::value == dtype_, "Tensor::data<T>: dtype is " + std::string(DTypeName(dtype_)));
+    BF_CHECK(DTypeOf<T>::value == dtype_,
+             "Tensor::data<T>: dtype is " + std::string(DTypeName(dtype_)));
     return reinterpret_cast<T*>(raw());
   }
   template <typename T>
   const T* data() const {
-    BF_CHECK(DTypeOf<T>::value == dtype_, "Tensor::data<T>: dtype is " + std::string(DTypeName(dtype_)));
+    BF_CHECK(DTypeOf<T>::value == dtype_,
+             "Tensor::data<T>: dtype is " + std::string(DTypeName(dtype_)));
     return reinterpret_cast<const T*>(raw());
   }
   /// Untyped data pointer.

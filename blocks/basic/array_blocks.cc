@@ -13,12 +13,15 @@ Expected<Shape> ResolveReshape(const Shape& in, const std::vector<int64_t>& targ
   int64_t known = 1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) {
-      if (unknown >= 0) return InvalidArgument("input 'shape' " + IntsToString(target) + " has more than one -1");
+      if (unknown >= 0)
+        return InvalidArgument("input 'shape' " + IntsToString(target) + " has more than one -1");
       unknown = static_cast<int>(i);
     } else if (target[i] < 0) {
-      return InvalidArgument("input 'shape' " + IntsToString(target) + " has a negative size other than -1");
+      return InvalidArgument("input 'shape' " + IntsToString(target) +
+                             " has a negative size other than -1");
     } else if (__builtin_mul_overflow(known, target[i], &known)) {
-      return InvalidArgument("input 'shape' " + IntsToString(target) + " has more elements than fit in 64 bits");
+      return InvalidArgument("input 'shape' " + IntsToString(target) +
+                             " has more elements than fit in 64 bits");
     }
   }
   std::vector<int64_t> dims = target;
@@ -29,21 +32,22 @@ Expected<Shape> ResolveReshape(const Shape& in, const std::vector<int64_t>& targ
   }
   if (unknown >= 0) {
     if (known == 0 || count % known != 0) {
-      return InvalidArgument("cannot reshape " + in.ToString() + " (" + std::to_string(count) + " elements) to " +
-                             IntsToString(target));
+      return InvalidArgument("cannot reshape " + in.ToString() + " (" + std::to_string(count) +
+                             " elements) to " + IntsToString(target));
     }
     dims[static_cast<size_t>(unknown)] = count / known;
   } else if (known != count) {
-    return InvalidArgument("cannot reshape " + in.ToString() + " (" + std::to_string(count) + " elements) to " +
-                           IntsToString(target) + " (" + std::to_string(known) + " elements)");
+    return InvalidArgument("cannot reshape " + in.ToString() + " (" + std::to_string(count) +
+                           " elements) to " + IntsToString(target) + " (" + std::to_string(known) +
+                           " elements)");
   }
   return Shape(dims);
 }
 
 Expected<std::vector<int>> CheckPerm(const std::vector<int64_t>& perm, int rank) {
   if (static_cast<int>(perm.size()) != rank) {
-    return InvalidArgument("input 'perm' " + IntsToString(perm) + " must have " + std::to_string(rank) +
-                           " entries, one per dimension of 'x'");
+    return InvalidArgument("input 'perm' " + IntsToString(perm) + " must have " +
+                           std::to_string(rank) + " entries, one per dimension of 'x'");
   }
   std::vector<int> p(perm.size());
   std::vector<bool> seen(perm.size(), false);
@@ -79,7 +83,8 @@ void RegisterArrayBlocks(OpRegistry& registry) {
   registry.Register(
       OpSchema("Reshape")
           .Category("Array")
-          .Doc("The elements of `tensor` in row-major order with a new shape; one -1 in `shape` is inferred.")
+          .Doc("The elements of `tensor` in row-major order with a new shape; one -1 in `shape` is "
+               "inferred.")
           .Input("tensor", AllDTypes(), "The tensor to reshape.")
           .Input("shape", {DType::kInt32, DType::kInt64}, "1-D target shape.")
           .Output("output", AllDTypes(), "The reshaped tensor.")
@@ -89,7 +94,8 @@ void RegisterArrayBlocks(OpRegistry& registry) {
               if (shape.shape.rank() != 1 || shape.shape.dim(0) < 0) {
                 return InvalidArgument("input 'shape' must be a 1-D tensor of known length");
               }
-              c.SetOutput(0, c.input(0).dtype, Shape(std::vector<int64_t>(static_cast<size_t>(shape.shape.dim(0)), -1)));
+              c.SetOutput(0, c.input(0).dtype,
+                          Shape(std::vector<int64_t>(static_cast<size_t>(shape.shape.dim(0)), -1)));
               return Status::OK();
             }
             ASSIGN_OR_RETURN(std::vector<int64_t> target, ConstIntVector(shape, "shape"));
@@ -118,7 +124,8 @@ void RegisterArrayBlocks(OpRegistry& registry) {
           .SetShapeFn([](InferContext& c) {
             const Shape& in = c.input(0).shape;
             if (!c.input(1).value) {
-              c.SetOutput(0, c.input(0).dtype, Shape(std::vector<int64_t>(static_cast<size_t>(in.rank()), -1)));
+              c.SetOutput(0, c.input(0).dtype,
+                          Shape(std::vector<int64_t>(static_cast<size_t>(in.rank()), -1)));
               return Status::OK();
             }
             ASSIGN_OR_RETURN(std::vector<int64_t> perm, ConstIntVector(c.input(1), "perm"));
@@ -130,12 +137,14 @@ void RegisterArrayBlocks(OpRegistry& registry) {
           })
           .SetReferenceKernel([](KernelContext& k) {
             const Tensor& in = k.input(0);
-            ASSIGN_OR_RETURN(std::vector<int> p, CheckPerm(k.input(1).ToInt64Vector(), in.shape().rank()));
+            ASSIGN_OR_RETURN(std::vector<int> p,
+                             CheckPerm(k.input(1).ToInt64Vector(), in.shape().rank()));
             Tensor& out = k.AllocateOutput(0);
             const int rank = in.shape().rank();
             std::vector<int64_t> in_stride(static_cast<size_t>(rank), 1);
             for (int d = rank - 2; d >= 0; --d) {
-              in_stride[static_cast<size_t>(d)] = in_stride[static_cast<size_t>(d) + 1] * in.shape().dim(d + 1);
+              in_stride[static_cast<size_t>(d)] =
+                  in_stride[static_cast<size_t>(d) + 1] * in.shape().dim(d + 1);
             }
             const size_t size = DTypeSize(in.dtype());
             const auto* src = static_cast<const std::byte*>(in.raw());
@@ -143,8 +152,11 @@ void RegisterArrayBlocks(OpRegistry& registry) {
             std::vector<int64_t> index(static_cast<size_t>(rank), 0);
             for (int64_t i = 0; i < out.num_elements(); ++i) {
               int64_t off = 0;
-              for (int d = 0; d < rank; ++d) off += index[static_cast<size_t>(d)] * in_stride[static_cast<size_t>(p[static_cast<size_t>(d)])];
-              std::memcpy(dst + i * static_cast<int64_t>(size), src + off * static_cast<int64_t>(size), size);
+              for (int d = 0; d < rank; ++d)
+                off += index[static_cast<size_t>(d)] *
+                       in_stride[static_cast<size_t>(p[static_cast<size_t>(d)])];
+              std::memcpy(dst + i * static_cast<int64_t>(size),
+                          src + off * static_cast<int64_t>(size), size);
               for (int d = rank - 1; d >= 0; --d) {
                 if (++index[static_cast<size_t>(d)] < out.shape().dim(d)) break;
                 index[static_cast<size_t>(d)] = 0;

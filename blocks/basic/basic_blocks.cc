@@ -13,7 +13,8 @@ void RegisterBasicBlocks(OpRegistry& registry) {
 Expected<std::vector<int64_t>> ConstIntVector(const PortInfo& info, const std::string& port) {
   if (!info.value) return InvalidArgument("input '" + port + "' must be a known constant here");
   if (info.value->shape().rank() != 1) {
-    return InvalidArgument("input '" + port + "' must be a 1-D tensor, got shape " + info.value->shape().ToString());
+    return InvalidArgument("input '" + port + "' must be a 1-D tensor, got shape " +
+                           info.value->shape().ToString());
   }
   return info.value->ToInt64Vector();
 }

@@ -6,9 +6,10 @@
 
 namespace blockflow {
 
-void RegisterSourceBlocks(OpRegistry& registry);  // source_blocks.cc: Const, Placeholder, Fill, ZerosLike, Random*
-void RegisterMathBlocks(OpRegistry& registry);    // math_blocks.cc: Add, Sub, Mul, Sum
-void RegisterArrayBlocks(OpRegistry& registry);   // array_blocks.cc: Identity, Reshape, Transpose
+void RegisterSourceBlocks(
+    OpRegistry& registry);  // source_blocks.cc: Const, Placeholder, Fill, ZerosLike, Random*
+void RegisterMathBlocks(OpRegistry& registry);   // math_blocks.cc: Add, Sub, Mul, Sum
+void RegisterArrayBlocks(OpRegistry& registry);  // array_blocks.cc: Identity, Reshape, Transpose
 
 /// Reads a rank-1 int32/int64 constant input as int64s; InvalidArgument naming `port` otherwise.
 Expected<std::vector<int64_t>> ConstIntVector(const PortInfo& info, const std::string& port);

@@ -24,8 +24,10 @@ Output Reshape(const Scope& scope, const Output& tensor, const Output& shape);
 Output Transpose(const Scope& scope, const Output& x, const Output& perm);
 Output Fill(const Scope& scope, const Output& dims, const Output& value);
 Output ZerosLike(const Scope& scope, const Output& x);
-Output RandomUniform(const Scope& scope, const Output& shape, DType dtype, int64_t seed = 0, int64_t seed2 = 0);
-Output RandomStandardNormal(const Scope& scope, const Output& shape, DType dtype, int64_t seed = 0, int64_t seed2 = 0);
+Output RandomUniform(const Scope& scope, const Output& shape, DType dtype, int64_t seed = 0,
+                     int64_t seed2 = 0);
+Output RandomStandardNormal(const Scope& scope, const Output& shape, DType dtype, int64_t seed = 0,
+                            int64_t seed2 = 0);
 
 /// The JSON value list of a tensor, as Const's `value` attr holds it.
 nlohmann::json TensorToJsonValues(const Tensor& t);

@@ -6,8 +6,8 @@
 namespace blockflow {
 namespace {
 
-const std::vector<DType> kNumeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64,
-                                     DType::kInt32,   DType::kInt64};
+const std::vector<DType> kNumeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                                     DType::kFloat64, DType::kInt32,    DType::kInt64};
 
 // NumPy broadcasting: align from the right; sizes must match or one must be 1.
 Expected<Shape> BroadcastShape(const Shape& a, const Shape& b) {
@@ -17,14 +17,21 @@ Expected<Shape> BroadcastShape(const Shape& a, const Shape& b) {
     const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
     const int64_t da = ia >= 0 ? a.dim(ia) : 1, db = ib >= 0 ? b.dim(ib) : 1;
     int64_t d;
-    if (da == 1) d = db;
-    else if (db == 1) d = da;
-    else if (da < 0) d = db;
-    else if (db < 0) d = da;
-    else if (da == db) d = da;
-    else return InvalidArgument("shapes " + a.ToString() + " and " + b.ToString() +
-                                " cannot be broadcast: dimension " + std::to_string(i) + " is " + std::to_string(da) +
-                                " vs " + std::to_string(db) + " (sizes must match or one must be 1)");
+    if (da == 1)
+      d = db;
+    else if (db == 1)
+      d = da;
+    else if (da < 0)
+      d = db;
+    else if (db < 0)
+      d = da;
+    else if (da == db)
+      d = da;
+    else
+      return InvalidArgument("shapes " + a.ToString() + " and " + b.ToString() +
+                             " cannot be broadcast: dimension " + std::to_string(i) + " is " +
+                             std::to_string(da) + " vs " + std::to_string(db) +
+                             " (sizes must match or one must be 1)");
     dims[static_cast<size_t>(i)] = d;
   }
   return Shape(dims);
@@ -62,7 +69,9 @@ void BinaryKernel(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
       // Integers wrap around as in TensorFlow (unsigned arithmetic: no undefined overflow).
       using U = std::make_unsigned_t<T>;
       const U ua = static_cast<U>(a), ub = static_cast<U>(b);
-      po[i] = static_cast<T>(op == BinaryOp::kAdd ? U(ua + ub) : op == BinaryOp::kSub ? U(ua - ub) : U(ua * ub));
+      po[i] = static_cast<T>(op == BinaryOp::kAdd   ? U(ua + ub)
+                             : op == BinaryOp::kSub ? U(ua - ub)
+                                                    : U(ua * ub));
     } else {
       const Acc r = op == BinaryOp::kAdd ? a + b : op == BinaryOp::kSub ? a - b : a * b;
       po[i] = T(r);
@@ -82,28 +91,30 @@ void BinaryKernel(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
   }
 }
 
-void RegisterBinary(OpRegistry& registry, const std::string& name, BinaryOp op, const std::string& doc) {
-  registry.Register(
-      OpSchema(name)
-          .Category("Math")
-          .Doc(doc + " With NumPy broadcasting.")
-          .Input("x", kNumeric)
-          .Input("y", kNumeric)
-          .Output("z", kNumeric)
-          .SameDType({"x", "y"})
-          .SetShapeFn([](InferContext& c) {
-            ASSIGN_OR_RETURN(Shape s, BroadcastShape(c.input(0).shape, c.input(1).shape));
-            c.SetOutput(0, c.input(0).dtype, s);
-            return Status::OK();
-          })
-          .SetReferenceKernel([op](KernelContext& k) {
-            Tensor& out = k.AllocateOutput(0);
-            DispatchAll(out.dtype(), [&](auto t) {
-              using T = decltype(t);
-              if constexpr (!std::is_same_v<T, bool>) BinaryKernel<T>(op, k.input(0), k.input(1), out);
-            });
-            return Status::OK();
-          }));
+void RegisterBinary(OpRegistry& registry, const std::string& name, BinaryOp op,
+                    const std::string& doc) {
+  registry.Register(OpSchema(name)
+                        .Category("Math")
+                        .Doc(doc + " With NumPy broadcasting.")
+                        .Input("x", kNumeric)
+                        .Input("y", kNumeric)
+                        .Output("z", kNumeric)
+                        .SameDType({"x", "y"})
+                        .SetShapeFn([](InferContext& c) {
+                          ASSIGN_OR_RETURN(Shape s,
+                                           BroadcastShape(c.input(0).shape, c.input(1).shape));
+                          c.SetOutput(0, c.input(0).dtype, s);
+                          return Status::OK();
+                        })
+                        .SetReferenceKernel([op](KernelContext& k) {
+                          Tensor& out = k.AllocateOutput(0);
+                          DispatchAll(out.dtype(), [&](auto t) {
+                            using T = decltype(t);
+                            if constexpr (!std::is_same_v<T, bool>)
+                              BinaryKernel<T>(op, k.input(0), k.input(1), out);
+                          });
+                          return Status::OK();
+                        }));
 }
 
 // Sum: reduces `input` over the axes in `axis` (negative counts from the end).
@@ -116,7 +127,8 @@ Expected<std::vector<bool>> ReducedAxes(const PortInfo& axis, int rank) {
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
     if (a < -rank || a >= rank) {
-      return InvalidArgument("axis " + std::to_string(a) + " is out of range for a tensor of rank " + std::to_string(rank));
+      return InvalidArgument("axis " + std::to_string(a) +
+                             " is out of range for a tensor of rank " + std::to_string(rank));
     }
     const size_t u = static_cast<size_t>(a < 0 ? a + rank : a);
     if (reduced[u]) return InvalidArgument("axis " + std::to_string(a) + " is listed twice");
@@ -128,8 +140,10 @@ Expected<std::vector<bool>> ReducedAxes(const PortInfo& axis, int rank) {
 Shape ReducedShape(const Shape& in, const std::vector<bool>& reduced, bool keep_dims) {
   std::vector<int64_t> dims;
   for (int i = 0; i < in.rank(); ++i) {
-    if (!reduced[static_cast<size_t>(i)]) dims.push_back(in.dim(i));
-    else if (keep_dims) dims.push_back(1);
+    if (!reduced[static_cast<size_t>(i)])
+      dims.push_back(in.dim(i));
+    else if (keep_dims)
+      dims.push_back(1);
   }
   return Shape(dims);
 }
@@ -144,20 +158,24 @@ void RegisterMathBlocks(OpRegistry& registry) {
   registry.Register(
       OpSchema("Sum")
           .Category("Math")
-          .Doc("Sum of `input` over the dimensions in `axis`. Floats accumulate in float64 and round once.")
+          .Doc("Sum of `input` over the dimensions in `axis`. Floats accumulate in float64 and "
+               "round once.")
           .Input("input", kNumeric, "The tensor to reduce.")
-          .Input("axis", {DType::kInt32, DType::kInt64}, "Dimensions to reduce; negative counts from the end.")
+          .Input("axis", {DType::kInt32, DType::kInt64},
+                 "Dimensions to reduce; negative counts from the end.")
           .Output("output", kNumeric, "The reduced tensor.")
           .Attr("keep_dims", AttrType::kBool, false, "Keep reduced dimensions with size 1.")
           .SetShapeFn([](InferContext& c) {
             const Shape& in = c.input(0).shape;
             ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedAxes(c.input(1), in.rank()));
-            c.SetOutput(0, c.input(0).dtype, ReducedShape(in, reduced, c.attrs().GetBool("keep_dims")));
+            c.SetOutput(0, c.input(0).dtype,
+                        ReducedShape(in, reduced, c.attrs().GetBool("keep_dims")));
             return Status::OK();
           })
           .SetReferenceKernel([](KernelContext& k) {
             const Tensor& in = k.input(0);
-            PortInfo axis{k.input(1).dtype(), k.input(1).shape(), std::make_shared<const Tensor>(k.input(1))};
+            PortInfo axis{k.input(1).dtype(), k.input(1).shape(),
+                          std::make_shared<const Tensor>(k.input(1))};
             ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedAxes(axis, in.shape().rank()));
             Tensor& out = k.AllocateOutput(0);
             // Output offset of each input element: drop the reduced dimensions.
@@ -177,7 +195,8 @@ void RegisterMathBlocks(OpRegistry& registry) {
             for (int64_t i = 0; i < in.num_elements(); ++i) {
               if (is_int) {
                 iacc[static_cast<size_t>(o)] += static_cast<uint64_t>(
-                    in.dtype() == DType::kInt32 ? int64_t{in.data<int32_t>()[i]} : in.data<int64_t>()[i]);
+                    in.dtype() == DType::kInt32 ? int64_t{in.data<int32_t>()[i]}
+                                                : in.data<int64_t>()[i]);
               } else {
                 acc[static_cast<size_t>(o)] += in.GetAsDouble(i);
               }
@@ -192,9 +211,13 @@ void RegisterMathBlocks(OpRegistry& registry) {
               }
             }
             for (int64_t j = 0; j < out.num_elements(); ++j) {
-              if (!is_int) out.SetFromDouble(j, acc[static_cast<size_t>(j)]);
-              else if (out.dtype() == DType::kInt32) out.data<int32_t>()[j] = static_cast<int32_t>(static_cast<uint32_t>(iacc[static_cast<size_t>(j)]));
-              else out.data<int64_t>()[j] = static_cast<int64_t>(iacc[static_cast<size_t>(j)]);
+              if (!is_int)
+                out.SetFromDouble(j, acc[static_cast<size_t>(j)]);
+              else if (out.dtype() == DType::kInt32)
+                out.data<int32_t>()[j] =
+                    static_cast<int32_t>(static_cast<uint32_t>(iacc[static_cast<size_t>(j)]));
+              else
+                out.data<int64_t>()[j] = static_cast<int64_t>(iacc[static_cast<size_t>(j)]);
             }
             return Status::OK();
           }));

@@ -1,4 +1,5 @@
-// Blocks that make tensors: Const, Placeholder, Fill, ZerosLike, RandomUniform, RandomStandardNormal.
+// Blocks that make tensors: Const, Placeholder, Fill, ZerosLike, RandomUniform,
+// RandomStandardNormal.
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -10,8 +11,8 @@
 namespace blockflow {
 namespace {
 
-const std::vector<DType> kNumeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64,
-                                     DType::kInt32,   DType::kInt64};
+const std::vector<DType> kNumeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                                     DType::kFloat64, DType::kInt32,    DType::kInt64};
 const std::vector<DType> kIndex = {DType::kInt32, DType::kInt64};
 
 // One number of a Const `value`: a JSON number or bool, or "nan", "inf", "-inf" for floats
@@ -26,22 +27,30 @@ Expected<double> ConstValue(const nlohmann::json& v, DType dtype) {
     if (s == "-inf") return -std::numeric_limits<double>::infinity();
   }
   if (!v.is_number()) {
-    return InvalidArgument("attr 'value' must hold numbers" + std::string(IsFloatingDType(dtype) ? " (or \"nan\", \"inf\", \"-inf\")" : "") +
-                           ", got " + v.dump());
+    return InvalidArgument(
+        "attr 'value' must hold numbers" +
+        std::string(IsFloatingDType(dtype) ? " (or \"nan\", \"inf\", \"-inf\")" : "") + ", got " +
+        v.dump());
   }
   if (IsFloatingDType(dtype) || dtype == DType::kBool) return v.get<double>();
   if (!v.is_number_integer()) {
-    return InvalidArgument("attr 'value' holds " + v.dump() + ", which is not an integer, for dtype " + type_name);
+    return InvalidArgument("attr 'value' holds " + v.dump() +
+                           ", which is not an integer, for dtype " + type_name);
   }
-  const bool fits = dtype == DType::kInt32
-                        ? (v.is_number_unsigned() ? v.get<uint64_t>() <= INT32_MAX
-                                                  : v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX)
-                        : (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
-  if (!fits) return InvalidArgument("attr 'value' holds " + v.dump() + ", which is out of range for " + type_name);
+  const bool fits =
+      dtype == DType::kInt32
+          ? (v.is_number_unsigned()
+                 ? v.get<uint64_t>() <= INT32_MAX
+                 : v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX)
+          : (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
+  if (!fits)
+    return InvalidArgument("attr 'value' holds " + v.dump() + ", which is out of range for " +
+                           type_name);
   return v.get<double>();
 }
 
-// Const: the tensor from `value` (flat row-major list, or one number filling `shape`) or `file` (.npy).
+// Const: the tensor from `value` (flat row-major list, or one number filling `shape`) or `file`
+// (.npy).
 Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
   const DType dtype = attrs.GetDType("dtype");
   const bool has_value = attrs.Has("value"), has_file = attrs.Has("file");
@@ -51,8 +60,9 @@ Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
     if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
     ASSIGN_OR_RETURN(Tensor t, ReadNpy(path.string(), dtype));
     if (attrs.Has("shape") && attrs.GetShape("shape") != t.shape()) {
-      return InvalidArgument("attr 'shape' " + attrs.GetShape("shape").ToString() + " differs from the shape " +
-                             t.shape().ToString() + " in '" + attrs.GetString("file") + "'");
+      return InvalidArgument("attr 'shape' " + attrs.GetShape("shape").ToString() +
+                             " differs from the shape " + t.shape().ToString() + " in '" +
+                             attrs.GetString("file") + "'");
     }
     return t;
   }
@@ -63,13 +73,16 @@ Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
   } else {
     items.push_back(value);
   }
-  Shape shape = attrs.Has("shape") ? attrs.GetShape("shape")
-                                   : (value.is_array() ? Shape{static_cast<int64_t>(items.size())} : Shape{});
-  if (!shape.IsFullyDefined()) return InvalidArgument("attr 'shape' " + shape.ToString() + " must not contain -1");
+  Shape shape = attrs.Has("shape")
+                    ? attrs.GetShape("shape")
+                    : (value.is_array() ? Shape{static_cast<int64_t>(items.size())} : Shape{});
+  if (!shape.IsFullyDefined())
+    return InvalidArgument("attr 'shape' " + shape.ToString() + " must not contain -1");
   const bool fill = !value.is_array();
   if (!fill && static_cast<int64_t>(items.size()) != shape.num_elements()) {
-    return InvalidArgument("attr 'value' has " + std::to_string(items.size()) + " numbers but shape " +
-                           shape.ToString() + " needs " + std::to_string(shape.num_elements()));
+    return InvalidArgument("attr 'value' has " + std::to_string(items.size()) +
+                           " numbers but shape " + shape.ToString() + " needs " +
+                           std::to_string(shape.num_elements()));
   }
   ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   for (size_t k = 0; k < items.size(); ++k) {
@@ -96,11 +109,15 @@ uint64_t Mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
-double UniformAt(uint64_t key, uint64_t i) { return static_cast<double>(Mix(key ^ Mix(i)) >> 11) * 0x1.0p-53; }
+double UniformAt(uint64_t key, uint64_t i) {
+  return static_cast<double>(Mix(key ^ Mix(i)) >> 11) * 0x1.0p-53;
+}
 
 Status RandomShapeFn(InferContext& c) {
   const DType dtype = c.attrs().GetDType("dtype");
-  if (!IsFloatingDType(dtype)) return InvalidArgument("attr 'dtype' must be a floating type, got " + std::string(DTypeName(dtype)));
+  if (!IsFloatingDType(dtype))
+    return InvalidArgument("attr 'dtype' must be a floating type, got " +
+                           std::string(DTypeName(dtype)));
   const PortInfo& shape = c.input(0);
   if (!shape.value) {
     const int64_t rank = shape.shape.rank() == 1 ? shape.shape.dim(0) : -1;
@@ -110,7 +127,8 @@ Status RandomShapeFn(InferContext& c) {
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> dims, ConstIntVector(shape, "shape"));
   for (int64_t d : dims) {
-    if (d < 0) return InvalidArgument("input 'shape' must not be negative, got " + IntsToString(dims));
+    if (d < 0)
+      return InvalidArgument("input 'shape' must not be negative, got " + IntsToString(dims));
   }
   c.SetOutput(0, dtype, Shape(dims));
   return Status::OK();
@@ -119,18 +137,23 @@ Status RandomShapeFn(InferContext& c) {
 // Bits of precision below 1.0 for each floating dtype.
 int MantissaBits(DType dtype) {
   switch (dtype) {
-    case DType::kFloat16: return 11;
-    case DType::kBFloat16: return 8;
-    case DType::kFloat32: return 24;
-    default: return 53;
+    case DType::kFloat16:
+      return 11;
+    case DType::kBFloat16:
+      return 8;
+    case DType::kFloat32:
+      return 24;
+    default:
+      return 53;
   }
 }
 
 KernelFn RandomKernel(bool normal) {
   return [normal](KernelContext& k) {
     Tensor& out = k.AllocateOutput(0);
-    const uint64_t key = Mix(static_cast<uint64_t>(k.attrs->GetInt("seed"))) ^
-                         Mix(static_cast<uint64_t>(k.attrs->GetInt("seed2")) + 0x632be59bd9b4e019ull);
+    const uint64_t key =
+        Mix(static_cast<uint64_t>(k.attrs->GetInt("seed"))) ^
+        Mix(static_cast<uint64_t>(k.attrs->GetInt("seed2")) + 0x632be59bd9b4e019ull);
     // Uniform values lie on the grid j / 2^p (p the dtype's precision): exact in the dtype,
     // evenly spread, and never 1.0 (TensorFlow's range is [0, 1)).
     const double grid = std::ldexp(1.0, MantissaBits(out.dtype()));
@@ -155,26 +178,30 @@ KernelFn RandomKernel(bool normal) {
 }  // namespace
 
 void RegisterSourceBlocks(OpRegistry& registry) {
-  registry.Register(
-      OpSchema("Const")
-          .Category("Basic")
-          .Doc("A constant tensor: `value` (a flat row-major list, or one number filling `shape`) or `file` "
-               "(a .npy file, relative to the graph file).")
-          .Output("output", AllDTypes(), "The constant.")
-          .RequiredAttr("dtype", AttrType::kDType, "Element type.")
-          .Attr("shape", AttrType::kShape, nullptr, "Shape; optional with `file` or a list `value`.")
-          .Attr("value", AttrType::kAny, nullptr, "Numbers, row-major; or a single number that fills `shape`.")
-          .Attr("file", AttrType::kString, nullptr, "A .npy file relative to the graph file (bfloat16 as '<u2' bits).")
-          .SetShapeFn([](InferContext& c) {
-            ASSIGN_OR_RETURN(Tensor t, MakeConst(c.attrs(), c.base_dir()));
-            c.SetOutput(0, PortInfo{t.dtype(), t.shape(), std::make_shared<const Tensor>(std::move(t))});
-            return Status::OK();
-          })
-          .SetReferenceKernel([](KernelContext& k) {
-            ASSIGN_OR_RETURN(Tensor t, MakeConst(*k.attrs, k.base_dir));
-            k.outputs = {std::move(t)};
-            return Status::OK();
-          }));
+  registry.Register(OpSchema("Const")
+                        .Category("Basic")
+                        .Doc("A constant tensor: `value` (a flat row-major list, or one number "
+                             "filling `shape`) or `file` "
+                             "(a .npy file, relative to the graph file).")
+                        .Output("output", AllDTypes(), "The constant.")
+                        .RequiredAttr("dtype", AttrType::kDType, "Element type.")
+                        .Attr("shape", AttrType::kShape, nullptr,
+                              "Shape; optional with `file` or a list `value`.")
+                        .Attr("value", AttrType::kAny, nullptr,
+                              "Numbers, row-major; or a single number that fills `shape`.")
+                        .Attr("file", AttrType::kString, nullptr,
+                              "A .npy file relative to the graph file (bfloat16 as '<u2' bits).")
+                        .SetShapeFn([](InferContext& c) {
+                          ASSIGN_OR_RETURN(Tensor t, MakeConst(c.attrs(), c.base_dir()));
+                          c.SetOutput(0, PortInfo{t.dtype(), t.shape(),
+                                                  std::make_shared<const Tensor>(std::move(t))});
+                          return Status::OK();
+                        })
+                        .SetReferenceKernel([](KernelContext& k) {
+                          ASSIGN_OR_RETURN(Tensor t, MakeConst(*k.attrs, k.base_dir));
+                          k.outputs = {std::move(t)};
+                          return Status::OK();
+                        }));
 
   registry.Register(
       OpSchema("Placeholder")
@@ -188,14 +215,15 @@ void RegisterSourceBlocks(OpRegistry& registry) {
             const Shape shape = c.attrs().GetShape("shape");
             if (const Tensor* feed = c.feed()) {
               if (feed->dtype() != dtype) {
-                return InvalidArgument("fed a " + std::string(DTypeName(feed->dtype())) + " tensor, but dtype is " +
-                                       std::string(DTypeName(dtype)));
+                return InvalidArgument("fed a " + std::string(DTypeName(feed->dtype())) +
+                                       " tensor, but dtype is " + std::string(DTypeName(dtype)));
               }
               if (!shape.IsCompatibleWith(feed->shape())) {
-                return InvalidArgument("fed shape " + feed->shape().ToString() + " does not match shape " +
-                                       shape.ToString());
+                return InvalidArgument("fed shape " + feed->shape().ToString() +
+                                       " does not match shape " + shape.ToString());
               }
-              c.SetOutput(0, PortInfo{dtype, feed->shape(), std::make_shared<const Tensor>(*feed), /*from_feed=*/true});
+              c.SetOutput(0, PortInfo{dtype, feed->shape(), std::make_shared<const Tensor>(*feed),
+                                      /*from_feed=*/true});
               return Status::OK();
             }
             c.SetOutput(0, dtype, shape);
@@ -212,19 +240,22 @@ void RegisterSourceBlocks(OpRegistry& registry) {
           .Output("output", kNumeric, "The filled tensor.")
           .SetShapeFn([](InferContext& c) {
             if (c.input(1).shape.rank() != 0) {
-              return InvalidArgument("input 'value' must be a scalar, got shape " + c.input(1).shape.ToString());
+              return InvalidArgument("input 'value' must be a scalar, got shape " +
+                                     c.input(1).shape.ToString());
             }
             const PortInfo& dims = c.input(0);
             if (!dims.value) {
               if (dims.shape.rank() != 1 || dims.shape.dim(0) < 0) {
                 return InvalidArgument("input 'dims' must be a 1-D tensor of known length");
               }
-              c.SetOutput(0, c.input(1).dtype, Shape(std::vector<int64_t>(static_cast<size_t>(dims.shape.dim(0)), -1)));
+              c.SetOutput(0, c.input(1).dtype,
+                          Shape(std::vector<int64_t>(static_cast<size_t>(dims.shape.dim(0)), -1)));
               return Status::OK();
             }
             ASSIGN_OR_RETURN(std::vector<int64_t> d, ConstIntVector(dims, "dims"));
             for (int64_t v : d) {
-              if (v < 0) return InvalidArgument("input 'dims' must not be negative, got " + IntsToString(d));
+              if (v < 0)
+                return InvalidArgument("input 'dims' must not be negative, got " + IntsToString(d));
             }
             c.SetOutput(0, c.input(1).dtype, Shape(d));
             return Status::OK();
@@ -256,9 +287,11 @@ void RegisterSourceBlocks(OpRegistry& registry) {
     registry.Register(
         OpSchema(normal ? "RandomStandardNormal" : "RandomUniform")
             .Category("Random")
-            .Doc(normal ? "Normal(0, 1) values. Deterministic: the same (seed, seed2) give the same tensor on every "
+            .Doc(normal ? "Normal(0, 1) values. Deterministic: the same (seed, seed2) give the "
+                          "same tensor on every "
                           "run and thread count."
-                        : "Uniform values in [0, 1). Deterministic: the same (seed, seed2) give the same tensor on "
+                        : "Uniform values in [0, 1). Deterministic: the same (seed, seed2) give "
+                          "the same tensor on "
                           "every run and thread count.")
             .Input("shape", kIndex, "1-D output shape.")
             .Output("output", FloatDTypes(), "The random tensor.")

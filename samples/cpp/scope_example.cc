@@ -27,15 +27,18 @@ int main(int argc, char** argv) {
   auto dy = ops::Placeholder(root.WithOpName("dy"), DType::kFloat64, Shape{1, 4, 4, 4});
 
   auto y = ops::DepthwiseConv2dNative(root.WithOpName("y"), x, w, {1, 2, 2, 1}, "SAME");
-  auto dx = ops::DepthwiseConv2dNativeBackpropInput(root.WithOpName("dx"), x_shape, w, dy, {1, 2, 2, 1}, "SAME");
+  auto dx = ops::DepthwiseConv2dNativeBackpropInput(root.WithOpName("dx"), x_shape, w, dy,
+                                                    {1, 2, 2, 1}, "SAME");
 
   // The two inner products of the adjoint identity, as graph nodes.
-  auto all_axes = ops::Const(root.WithOpName("all_axes"), Tensor::FromVector<int32_t>({0, 1, 2, 3}));
+  auto all_axes =
+      ops::Const(root.WithOpName("all_axes"), Tensor::FromVector<int32_t>({0, 1, 2, 3}));
   auto lhs = ops::Sum(root.WithOpName("lhs"), ops::Mul(root, y, dy), all_axes);
   auto rhs = ops::Sum(root.WithOpName("rhs"), ops::Mul(root, x, dx), all_axes);
 
   Tensor dy_value(DType::kFloat64, Shape{1, 4, 4, 4});
-  for (int64_t i = 0; i < dy_value.num_elements(); ++i) dy_value.SetFromDouble(i, std::sin(0.7 * static_cast<double>(i)));
+  for (int64_t i = 0; i < dy_value.num_elements(); ++i)
+    dy_value.SetFromDouble(i, std::sin(0.7 * static_cast<double>(i)));
 
   ClientSession session(root);
   std::vector<Tensor> outputs;

@@ -39,7 +39,8 @@ TEST(BasicBlocksTest, BroadcastingArithmetic) {
   auto a = ops::Const(root, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3}));
   auto col = ops::Const(root, Tensor::FromVector<float>({10, 20}, Shape{2, 1}));
   auto row = ops::Const(root, Tensor::FromVector<float>({1, 0, -1}));
-  EXPECT_EQ(Values(RunOne(root, ops::Add(root, a, col))), (std::vector<double>{11, 12, 13, 24, 25, 26}));
+  EXPECT_EQ(Values(RunOne(root, ops::Add(root, a, col))),
+            (std::vector<double>{11, 12, 13, 24, 25, 26}));
   EXPECT_EQ(Values(RunOne(root, ops::Sub(root, a, row))), (std::vector<double>{0, 2, 4, 3, 5, 7}));
   Tensor m = RunOne(root, ops::Mul(root, col, row));
   EXPECT_EQ(m.shape(), (Shape{2, 3}));
@@ -70,27 +71,34 @@ TEST(BasicBlocksTest, SumOverAxes) {
   EXPECT_EQ(Values(k), (std::vector<double>{5, 7, 9}));
   EXPECT_EQ(RunOne(root, ops::Sum(root, a, both)).shape(), Shape{});
   auto dup = ops::Const(root, Tensor::FromVector<int32_t>({1, -1}));
-  EXPECT_NE(RunError(root, ops::Sum(root, a, dup)).find("axis -1 is listed twice"), std::string::npos);
-  auto far = ops::Const(root, Tensor::FromVector<int32_t>({2}));
-  EXPECT_NE(RunError(root, ops::Sum(root, a, far)).find("axis 2 is out of range for a tensor of rank 2"),
+  EXPECT_NE(RunError(root, ops::Sum(root, a, dup)).find("axis -1 is listed twice"),
             std::string::npos);
+  auto far = ops::Const(root, Tensor::FromVector<int32_t>({2}));
+  EXPECT_NE(
+      RunError(root, ops::Sum(root, a, far)).find("axis 2 is out of range for a tensor of rank 2"),
+      std::string::npos);
 }
 
 TEST(BasicBlocksTest, ReshapeAndTranspose) {
   Scope root = Scope::NewRootScope();
   auto a = ops::Const(root, Tensor::FromVector<float>({0, 1, 2, 3, 4, 5}, Shape{2, 3}));
-  Tensor r = RunOne(root, ops::Reshape(root, a, ops::Const(root, Tensor::FromVector<int32_t>({3, -1}))));
+  Tensor r =
+      RunOne(root, ops::Reshape(root, a, ops::Const(root, Tensor::FromVector<int32_t>({3, -1}))));
   EXPECT_EQ(r.shape(), (Shape{3, 2}));
-  Tensor t = RunOne(root, ops::Transpose(root, a, ops::Const(root, Tensor::FromVector<int32_t>({1, 0}))));
+  Tensor t =
+      RunOne(root, ops::Transpose(root, a, ops::Const(root, Tensor::FromVector<int32_t>({1, 0}))));
   EXPECT_EQ(t.shape(), (Shape{3, 2}));
   EXPECT_EQ(Values(t), (std::vector<double>{0, 3, 1, 4, 2, 5}));
   Tensor b(DType::kFloat64, Shape{2, 3, 4});
   for (int64_t i = 0; i < 24; ++i) b.SetFromDouble(i, static_cast<double>(i));
-  Tensor t3 = RunOne(root, ops::Transpose(root, ops::Const(root, b), ops::Const(root, Tensor::FromVector<int32_t>({2, 0, 1}))));
+  Tensor t3 =
+      RunOne(root, ops::Transpose(root, ops::Const(root, b),
+                                  ops::Const(root, Tensor::FromVector<int32_t>({2, 0, 1}))));
   EXPECT_EQ(t3.shape(), (Shape{4, 2, 3}));
   EXPECT_EQ(t3.GetAsDouble(1 * 6 + 1 * 3 + 2), 1 * 12 + 2 * 4 + 1);  // y[k,i,j] = b[i,j,k]
   auto bad = ops::Reshape(root, a, ops::Const(root, Tensor::FromVector<int32_t>({4, -1})));
-  EXPECT_NE(RunError(root, bad).find("cannot reshape [2,3] (6 elements) to [4,-1]"), std::string::npos);
+  EXPECT_NE(RunError(root, bad).find("cannot reshape [2,3] (6 elements) to [4,-1]"),
+            std::string::npos);
   auto perm = ops::Transpose(root, a, ops::Const(root, Tensor::FromVector<int32_t>({0, 0})));
   EXPECT_NE(RunError(root, perm).find("is not a permutation"), std::string::npos);
 }
@@ -101,7 +109,9 @@ TEST(BasicBlocksTest, FillZerosLikeIdentity) {
   Tensor f = RunOne(root, ops::Fill(root, dims, ops::Const(root, Tensor::Scalar<double>(2.5))));
   EXPECT_EQ(f.dtype(), DType::kFloat64);
   EXPECT_EQ(Values(f), (std::vector<double>{2.5, 2.5, 2.5, 2.5}));
-  Tensor z = RunOne(root, ops::ZerosLike(root, ops::Identity(root, ops::Const(root, Tensor::FromVector<int64_t>({7, 8})))));
+  Tensor z = RunOne(
+      root, ops::ZerosLike(
+                root, ops::Identity(root, ops::Const(root, Tensor::FromVector<int64_t>({7, 8})))));
   EXPECT_EQ(z.dtype(), DType::kInt64);
   EXPECT_EQ(Values(z), (std::vector<double>{0, 0}));
 }
@@ -152,26 +162,34 @@ TEST(BasicBlocksTest, ConstFromFileAndErrors) {
   auto frac = root.AddNode("Const", {}, {{"dtype", "int32"}, {"value", {1.5}}});
   EXPECT_NE(RunError(root, frac).find("not an integer"), std::string::npos);
   auto both = root.AddNode("Const", {}, {{"dtype", "int32"}, {"value", {1}}, {"file", "b.npy"}});
-  EXPECT_NE(RunError(root, both).find("exactly one of attrs 'value' and 'file'"), std::string::npos);
+  EXPECT_NE(RunError(root, both).find("exactly one of attrs 'value' and 'file'"),
+            std::string::npos);
 }
 
 TEST(BasicBlocksTest, IntegersWrapAndConstRangesAreChecked) {
   Scope root = Scope::NewRootScope();
   auto big = ops::Const(root, Tensor::FromVector<int32_t>({2147483647, -2147483647 - 1}));
   auto one = ops::Const(root, Tensor::FromVector<int32_t>({1, 1}));
-  EXPECT_EQ(Values(RunOne(root, ops::Add(root, big, one))), (std::vector<double>{-2147483648.0, -2147483647.0}));
-  EXPECT_EQ(Values(RunOne(root, ops::Sub(root, big, one))), (std::vector<double>{2147483646.0, 2147483647.0}));
+  EXPECT_EQ(Values(RunOne(root, ops::Add(root, big, one))),
+            (std::vector<double>{-2147483648.0, -2147483647.0}));
+  EXPECT_EQ(Values(RunOne(root, ops::Sub(root, big, one))),
+            (std::vector<double>{2147483646.0, 2147483647.0}));
   auto too_big = root.AddNode("Const", {}, {{"dtype", "int32"}, {"value", {3000000000ll}}});
-  EXPECT_NE(RunError(root, too_big).find("3000000000, which is out of range for int32"), std::string::npos);
-  auto huge_u = root.AddNode("Const", {}, {{"dtype", "int64"}, {"value", {18446744073709551615ull}}});
+  EXPECT_NE(RunError(root, too_big).find("3000000000, which is out of range for int32"),
+            std::string::npos);
+  auto huge_u =
+      root.AddNode("Const", {}, {{"dtype", "int64"}, {"value", {18446744073709551615ull}}});
   EXPECT_NE(RunError(root, huge_u).find("out of range for int64"), std::string::npos);
-  auto bad_shape = root.AddNode("Const", {}, {{"dtype", "int64"}, {"shape", {18446744073709551615ull}}, {"value", 1}});
-  EXPECT_NE(RunError(root, bad_shape).find("attr 'shape' must be a list of dimensions"), std::string::npos);
+  auto bad_shape = root.AddNode(
+      "Const", {}, {{"dtype", "int64"}, {"shape", {18446744073709551615ull}}, {"value", 1}});
+  EXPECT_NE(RunError(root, bad_shape).find("attr 'shape' must be a list of dimensions"),
+            std::string::npos);
 }
 
 TEST(BasicBlocksTest, NonFiniteConstantsSurviveSaveAndLoad) {
   Scope root = Scope::NewRootScope();
-  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
   auto c = ops::Const(root.WithOpName("c"), Tensor::FromVector<float>({1, nan, inf, -inf}));
   const std::string json = SerializeGraph(root.graph());
   EXPECT_NE(json.find(R"("value": [1.0, "nan", "inf", "-inf"])"), std::string::npos) << json;
@@ -191,7 +209,8 @@ TEST(BasicBlocksTest, NarrowUniformNeverPilesUpAtZero) {
     Tensor t = RunOne(root, ops::RandomUniform(root, shape, d, 5));
     int64_t zeros = 0;
     for (int64_t i = 0; i < t.num_elements(); ++i) zeros += t.GetAsDouble(i) == 0.0;
-    const double expected = static_cast<double>(t.num_elements()) / (d == DType::kBFloat16 ? 256 : 2048);
+    const double expected =
+        static_cast<double>(t.num_elements()) / (d == DType::kBFloat16 ? 256 : 2048);
     EXPECT_LT(zeros, 3 * expected + 10) << DTypeName(d);
     EXPECT_LT(t.Stats().max, 1.0);
   }
@@ -199,8 +218,10 @@ TEST(BasicBlocksTest, NarrowUniformNeverPilesUpAtZero) {
 
 TEST(BasicBlocksTest, HugeTensorsAreErrorsNotCrashes) {
   Scope root = Scope::NewRootScope();
-  auto huge = root.AddNode("Const", {}, {{"dtype", "float32"}, {"shape", {100000, 100000, 100000}}, {"value", 1}});
-  EXPECT_NE(RunError(root, huge).find("cannot allocate float32[100000,100000,100000] (4 PB)"), std::string::npos)
+  auto huge = root.AddNode(
+      "Const", {}, {{"dtype", "float32"}, {"shape", {100000, 100000, 100000}}, {"value", 1}});
+  EXPECT_NE(RunError(root, huge).find("cannot allocate float32[100000,100000,100000] (4 PB)"),
+            std::string::npos)
       << RunError(root, huge);
   auto dims = ops::Const(root, Tensor::FromVector<int64_t>({1ll << 40, 1ll << 40}));
   auto fill = ops::Fill(root, dims, ops::Const(root, Tensor::Scalar<float>(1)));

@@ -23,7 +23,8 @@ std::string AllIssues(const GraphAnalysis& a) {
   return s;
 }
 
-const char* kX = R"({"id": "x", "op": "Const", "attrs": {"dtype": "float32", "shape": [2, 3], "value": 1.5}})";
+const char* kX =
+    R"({"id": "x", "op": "Const", "attrs": {"dtype": "float32", "shape": [2, 3], "value": 1.5}})";
 
 TEST(AnalysisTest, InfersShapesAndFoldsConstants) {
   auto a = Analyze(std::string(kX) + R"(,
@@ -72,9 +73,12 @@ TEST(AnalysisTest, DTypeMismatchAndSameDType) {
     {"id": "b", "op": "Const", "attrs": {"dtype": "bool", "value": [true]}},
     {"id": "z", "op": "Add", "inputs": {"x": "b", "y": "b"}})");
   const std::string all = AllIssues(a);
-  EXPECT_NE(all.find("node 's' (Add): inputs 'x' (float32) and 'y' (int32) must have the same dtype"), std::string::npos)
+  EXPECT_NE(
+      all.find("node 's' (Add): inputs 'x' (float32) and 'y' (int32) must have the same dtype"),
+      std::string::npos)
       << all;
-  EXPECT_NE(all.find("node 'z' (Add): input 'x' must be float16, bfloat16, float32, float64, int32, int64, but 'b' is bool"),
+  EXPECT_NE(all.find("node 'z' (Add): input 'x' must be float16, bfloat16, float32, float64, "
+                     "int32, int64, but 'b' is bool"),
             std::string::npos)
       << all;
 }
@@ -84,10 +88,15 @@ TEST(AnalysisTest, CyclesAreFound) {
                       {"id": "b", "op": "Identity", "inputs": {"input": "a"}},
                       {"id": "c", "op": "Identity", "inputs": {"input": "c"}})");
   const std::string all = AllIssues(a);
-  EXPECT_NE(all.find("node 'a' (Identity): input 'input' from 'b' closes a cycle"), std::string::npos) << all;
-  EXPECT_NE(all.find("node 'c' (Identity): input 'input' reads the node's own output"), std::string::npos) << all;
-  auto g = ParseGraphJson(Graph1(std::string(kX) + R"(, {"id": "i", "op": "Identity", "inputs": {"input": "x"}})"),
-                          "g.json", ".");
+  EXPECT_NE(all.find("node 'a' (Identity): input 'input' from 'b' closes a cycle"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("node 'c' (Identity): input 'input' reads the node's own output"),
+            std::string::npos)
+      << all;
+  auto g = ParseGraphJson(
+      Graph1(std::string(kX) + R"(, {"id": "i", "op": "Identity", "inputs": {"input": "x"}})"),
+      "g.json", ".");
   ASSERT_TRUE(g.ok());
   EXPECT_TRUE(WouldCreateCycle(*g, "i", "x"));
   EXPECT_FALSE(WouldCreateCycle(*g, "x", "i"));
@@ -98,7 +107,8 @@ TEST(AnalysisTest, ShapeErrorsFromShapeFunctions) {
     {"id": "y", "op": "Const", "attrs": {"dtype": "float32", "value": [1, 2]}},
     {"id": "s", "op": "Add", "inputs": {"x": "x", "y": "y"}})");
   const std::string all = AllIssues(a);
-  EXPECT_NE(all.find("node 's' (Add): shapes [2,3] and [2] cannot be broadcast"), std::string::npos) << all;
+  EXPECT_NE(all.find("node 's' (Add): shapes [2,3] and [2] cannot be broadcast"), std::string::npos)
+      << all;
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ TEST(DTypeTest, HalfRoundsToNearestEven) {
   // 1 + 3 * 2^-11 is halfway between 1 + 2^-10 (odd) and 1 + 2^-9 (even).
   EXPECT_EQ(FloatToHalfBits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
   EXPECT_EQ(FloatToHalfBits(65504.0f), 0x7bff);
-  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7c00);  // overflows to inf
+  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7c00);               // overflows to inf
   EXPECT_EQ(FloatToHalfBits(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(FloatToHalfBits(std::ldexp(1.0f, -25)), 0x0000);  // tie to even: zero
   EXPECT_EQ(FloatToHalfBits(std::ldexp(1.5f, -25)), 0x0001);
@@ -52,7 +52,8 @@ TEST(DTypeTest, BFloat16RoundsToNearestEven) {
   }
   EXPECT_EQ(FloatToBFloat16Bits(1.0f + std::ldexp(1.0f, -8)), 0x3f80);      // tie → even
   EXPECT_EQ(FloatToBFloat16Bits(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);  // tie → even (up)
-  EXPECT_TRUE(std::isnan(BFloat16BitsToFloat(FloatToBFloat16Bits(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isnan(
+      BFloat16BitsToFloat(FloatToBFloat16Bits(std::numeric_limits<float>::quiet_NaN()))));
 }
 
 }  // namespace

@@ -38,8 +38,10 @@ TEST_F(GraphJsonTest, SaveIsCanonicalAndRoundTripsByteForByte) {
   ASSERT_TRUE(g.ok());
   const std::string saved = SerializeGraph(*g);
   // Ports in schema order (x before y), one node per line, "dy:0" normalised to "dy".
-  EXPECT_NE(saved.find(R"({"id": "sum", "op": "Add", "inputs": {"x": "dy", "y": "dy"}, "ui": {"x": 420, "y": 160.5}})"),
-            std::string::npos)
+  EXPECT_NE(
+      saved.find(
+          R"({"id": "sum", "op": "Add", "inputs": {"x": "dy", "y": "dy"}, "ui": {"x": 420, "y": 160.5}})"),
+      std::string::npos)
       << saved;
   auto again = ParseGraphJson(saved, "saved.json", ".");
   ASSERT_TRUE(again.ok());
@@ -47,7 +49,8 @@ TEST_F(GraphJsonTest, SaveIsCanonicalAndRoundTripsByteForByte) {
 }
 
 TEST_F(GraphJsonTest, MalformedJsonNamesFileLineAndColumn) {
-  auto g = ParseGraphJson("{\n  \"format\": \"blockflow.graph\",\n  \"version\": 1,,\n}", "bad.json", ".");
+  auto g = ParseGraphJson("{\n  \"format\": \"blockflow.graph\",\n  \"version\": 1,,\n}",
+                          "bad.json", ".");
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().message().rfind("bad.json:3:", 0), 0u) << g.status().message();
   EXPECT_NE(g.status().message().find("malformed JSON"), std::string::npos);
@@ -61,9 +64,12 @@ TEST_F(GraphJsonTest, StructuralErrors) {
       {R"({"format": "x", "version": 1, "nodes": []})", "\"format\" must be \"blockflow.graph\""},
       {R"({"format": "blockflow.graph", "version": 2, "nodes": []})", "newer blockflow"},
       {R"({"format": "blockflow.graph", "version": 1})", "\"nodes\" must be a list"},
-      {R"({"format": "blockflow.graph", "version": 1, "nodes": [], "extra": 1})", "unknown top-level key 'extra'"},
-      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"op": "Const"}]})", "'id' must be a string"},
-      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a b", "op": "Const"}]})", "invalid id"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [], "extra": 1})",
+       "unknown top-level key 'extra'"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"op": "Const"}]})",
+       "'id' must be a string"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a b", "op": "Const"}]})",
+       "invalid id"},
       {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a", "op": "Const"}, {"id": "a", "op": "Const"}]})",
        "duplicate node id 'a'"},
       {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a", "op": "Identity", "inputs": {"input": "b:x"}}]})",
@@ -72,9 +78,12 @@ TEST_F(GraphJsonTest, StructuralErrors) {
        "unknown key 'colour'"},
       {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a", "op": "Const", "attrs": {"value": [1e999]}}]})",
        "malformed JSON: number overflow"},
-      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "../x", "op": "Const"}]})", "invalid id"},
-      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "/abs", "op": "Const"}]})", "invalid id"},
-      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a//b", "op": "Const"}]})", "invalid id"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "../x", "op": "Const"}]})",
+       "invalid id"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "/abs", "op": "Const"}]})",
+       "invalid id"},
+      {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a//b", "op": "Const"}]})",
+       "invalid id"},
       {R"({"format": "blockflow.graph", "version": 1, "nodes": [{"id": "a", "op": "Const", "ui": )" +
            std::string(100000, '[') + std::string(100000, ']') + "}]}",
        "nested deeper than 128 levels"},

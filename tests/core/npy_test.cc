@@ -12,8 +12,9 @@ namespace fs = std::filesystem;
 class NpyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bf_npy_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("bf_npy_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -25,7 +26,8 @@ TEST_F(NpyTest, RoundTripsEveryDTypeAndShape) {
   for (DType d : AllDTypes()) {
     for (const Shape& shape : {Shape{}, Shape{0}, Shape{3}, Shape{2, 0, 5}, Shape{2, 3, 4}}) {
       Tensor t(d, shape);
-      for (int64_t i = 0; i < t.num_elements(); ++i) t.SetFromDouble(i, static_cast<double>(i % 7) - 3);
+      for (int64_t i = 0; i < t.num_elements(); ++i)
+        t.SetFromDouble(i, static_cast<double>(i % 7) - 3);
       const std::string path = Path("t.npy");
       ASSERT_TRUE(WriteNpy(path, t).ok());
       auto back = ReadNpy(path, d);
@@ -67,12 +69,15 @@ TEST_F(NpyTest, BadFilesAreErrorsNamingTheFile) {
       {good.substr(0, good.size() - 4), "needs 12 data bytes, file has 8"},
       {good + "xxxx", "file has 16"},
       {std::string(good).replace(good.find("<f4"), 3, ">f4"), "unsupported dtype '>f4'"},
-      {std::string(good).replace(good.find("False"), 5, "Maybe"), "fortran_order must be True or False"},
+      {std::string(good).replace(good.find("False"), 5, "Maybe"),
+       "fortran_order must be True or False"},
       {std::string(good).replace(good.find("(3,)"), 4, "(a,)"), "bad shape"},
       {good.substr(0, 12), "truncated header"},
       {std::string(good).replace(good.find("(3,)"), 4, "(3,,)"), "bad shape"},
       {std::string(good).replace(good.find("(3,)"), 4, "3   "), "bad shape"},
-      {std::string(good).replace(good.find("(3,)"), 4, "(99999999999999999999,)").substr(0, 0) + "x", "magic"},
+      {std::string(good).replace(good.find("(3,)"), 4, "(99999999999999999999,)").substr(0, 0) +
+           "x",
+       "magic"},
   };
   for (const Case& c : cases) {
     std::ofstream(Path("bad.npy"), std::ios::binary) << c.bytes;

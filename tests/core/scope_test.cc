@@ -25,10 +25,14 @@ TEST(ScopeTest, BuildsRunsAndSavesLikeJson) {
   EXPECT_EQ(out[0].data<float>()[2], 99.0f);  // (3 + 30) * 3
 
   const std::string json = SerializeGraph(root.graph());
-  EXPECT_NE(json.find(R"({"id": "x", "op": "Const", "attrs": {"dtype": "float32", "shape": [3], "value": [1.0, 2.0, 3.0]}})"),
-            std::string::npos)
+  EXPECT_NE(
+      json.find(
+          R"({"id": "x", "op": "Const", "attrs": {"dtype": "float32", "shape": [3], "value": [1.0, 2.0, 3.0]}})"),
+      std::string::npos)
       << json;
-  EXPECT_NE(json.find(R"({"id": "layer/prod", "op": "Mul", "inputs": {"x": "layer/Add", "y": "x"}})"), std::string::npos)
+  EXPECT_NE(
+      json.find(R"({"id": "layer/prod", "op": "Mul", "inputs": {"x": "layer/Add", "y": "x"}})"),
+      std::string::npos)
       << json;
   auto loaded = ParseGraphJson(json, "g.json", ".");
   ASSERT_TRUE(loaded.ok());

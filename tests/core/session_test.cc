@@ -24,27 +24,42 @@ OpRegistry& TestRegistry() {
       return Status::OK();
     };
     // Waits (up to 5 s) until another Rendezvous is running too; records the concurrency seen.
-    reg->Register(OpSchema("Rendezvous").SetIsStateful().Input("x", AllDTypes()).Output("y", AllDTypes()).SetShapeFn(same)
+    reg->Register(OpSchema("Rendezvous")
+                      .SetIsStateful()
+                      .Input("x", AllDTypes())
+                      .Output("y", AllDTypes())
+                      .SetShapeFn(same)
                       .SetReferenceKernel([](KernelContext& k) {
                         const int now = ++g_active;
                         int seen = g_max_active.load();
-                        while (now > seen && !g_max_active.compare_exchange_weak(seen, now)) {}
+                        while (now > seen && !g_max_active.compare_exchange_weak(seen, now)) {
+                        }
                         const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-                        while (g_max_active.load() < 2 && std::chrono::steady_clock::now() < end) std::this_thread::yield();
+                        while (g_max_active.load() < 2 && std::chrono::steady_clock::now() < end)
+                          std::this_thread::yield();
                         --g_active;
                         k.outputs = {k.input(0)};
                         return Status::OK();
                       }));
-    reg->Register(OpSchema("Spin").SetIsStateful().Input("x", AllDTypes()).Output("y", AllDTypes()).SetShapeFn(same)
+    reg->Register(OpSchema("Spin")
+                      .SetIsStateful()
+                      .Input("x", AllDTypes())
+                      .Output("y", AllDTypes())
+                      .SetShapeFn(same)
                       .SetReferenceKernel([](KernelContext& k) {
-                        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                        const auto end =
+                            std::chrono::steady_clock::now() + std::chrono::seconds(10);
                         while (!k.cancelled()) {
-                          if (std::chrono::steady_clock::now() > end) return Internal("never cancelled");
+                          if (std::chrono::steady_clock::now() > end)
+                            return Internal("never cancelled");
                           std::this_thread::sleep_for(std::chrono::milliseconds(1));
                         }
                         return Cancelled();
                       }));
-    reg->Register(OpSchema("Split2").Input("x", AllDTypes()).Output("a", AllDTypes()).Output("b", AllDTypes())
+    reg->Register(OpSchema("Split2")
+                      .Input("x", AllDTypes())
+                      .Output("a", AllDTypes())
+                      .Output("b", AllDTypes())
                       .SetShapeFn([](InferContext& c) {
                         c.SetOutput(0, c.input(0).dtype, c.input(0).shape);
                         c.SetOutput(1, c.input(0).dtype, c.input(0).shape);
@@ -54,7 +69,11 @@ OpRegistry& TestRegistry() {
                         k.outputs = {k.input(0), k.input(0)};
                         return Status::OK();
                       }));
-    reg->Register(OpSchema("Fail").SetIsStateful().Input("x", AllDTypes()).Output("y", AllDTypes()).SetShapeFn(same)
+    reg->Register(OpSchema("Fail")
+                      .SetIsStateful()
+                      .Input("x", AllDTypes())
+                      .Output("y", AllDTypes())
+                      .SetShapeFn(same)
                       .SetReferenceKernel([](KernelContext&) { return InvalidArgument("boom"); }));
     return reg;
   }();
@@ -62,7 +81,8 @@ OpRegistry& TestRegistry() {
 }
 
 Graph MakeGraph(const std::string& nodes) {
-  auto g = ParseGraphJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [)" + nodes + "]}", "g.json", ".");
+  auto g = ParseGraphJson(
+      R"({"format": "blockflow.graph", "version": 1, "nodes": [)" + nodes + "]}", "g.json", ".");
   EXPECT_TRUE(g.ok()) << g.status().message();
   return *g;
 }
@@ -85,7 +105,8 @@ class Recorder : public ExecutionObserver {
   std::atomic<bool>* cancel = nullptr;
 };
 
-const char* kChain = R"({"id": "a", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2]}},
+const char* kChain =
+    R"({"id": "a", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2]}},
   {"id": "b", "op": "Add", "inputs": {"x": "a", "y": "a"}},
   {"id": "c", "op": "Mul", "inputs": {"x": "b", "y": "a"}},
   {"id": "unused", "op": "Sub", "inputs": {"x": "a", "y": "a"}})";
@@ -142,7 +163,8 @@ TEST(SessionTest, TheRootCauseIsReported) {
       {"id": "a", "op": "Const", "attrs": {"dtype": "int32", "value": [1.5]}})"),
             TestRegistry());
   std::vector<Tensor> out;
-  EXPECT_NE(s.Run({}, {"t"}, &out).message().find("node 'a' (Const): attr 'value' holds 1.5"), std::string::npos);
+  EXPECT_NE(s.Run({}, {"t"}, &out).message().find("node 'a' (Const): attr 'value' holds 1.5"),
+            std::string::npos);
 }
 
 TEST(SessionTest, SmallComputedSizesFold) {
@@ -189,7 +211,8 @@ TEST(SessionTest, CancellationStopsTheRun) {
 }
 
 TEST(SessionTest, ErrorsNameNodeAndOp) {
-  Session s(MakeGraph(std::string(kChain) + R"(, {"id": "f", "op": "Fail", "inputs": {"x": "c"}})"), TestRegistry());
+  Session s(MakeGraph(std::string(kChain) + R"(, {"id": "f", "op": "Fail", "inputs": {"x": "c"}})"),
+            TestRegistry());
   std::vector<Tensor> out;
   const std::map<std::string, Tensor> feed = {{"a", Tensor::FromVector<float>({1, 2})}};
   Status st = s.Run(feed, {"f"}, &out);
@@ -201,8 +224,12 @@ TEST(SessionTest, ErrorsNameNodeAndOp) {
     std::string expect;
   } cases[] = {
       {{}, {"c"}, "node 'a' (Placeholder): needs a value"},
-      {{{"a", Tensor::FromVector<double>({1, 2})}}, {"c"}, "node 'a' (Placeholder): fed a float64 tensor, but dtype is float32"},
-      {{{"a", Tensor::FromVector<float>({1, 2, 3})}}, {"c"}, "node 'a' (Placeholder): fed shape [3] does not match shape [2]"},
+      {{{"a", Tensor::FromVector<double>({1, 2})}},
+       {"c"},
+       "node 'a' (Placeholder): fed a float64 tensor, but dtype is float32"},
+      {{{"a", Tensor::FromVector<float>({1, 2, 3})}},
+       {"c"},
+       "node 'a' (Placeholder): fed shape [3] does not match shape [2]"},
       {{{"b", Tensor::FromVector<float>({1, 2})}}, {"c"}, "node 'b' (Add): cannot be fed"},
       {{{"zz", Tensor::FromVector<float>({1, 2})}}, {"c"}, "there is no node 'zz'"},
       {feed, {"c:1"}, "node 'c' has 1 output(s)"},
@@ -215,7 +242,8 @@ TEST(SessionTest, ErrorsNameNodeAndOp) {
 }
 
 TEST(SessionTest, BrokenNodesOutsideTheFetchDoNotMatter) {
-  Session s(MakeGraph(std::string(kChain) + R"(, {"id": "broken", "op": "NoSuchOp"})"), TestRegistry());
+  Session s(MakeGraph(std::string(kChain) + R"(, {"id": "broken", "op": "NoSuchOp"})"),
+            TestRegistry());
   std::vector<Tensor> out;
   EXPECT_TRUE(s.Run({{"a", Tensor::FromVector<float>({1, 2})}}, {"c"}, &out).ok());
   EXPECT_FALSE(s.Run({{"a", Tensor::FromVector<float>({1, 2})}}, {"broken"}, &out).ok());

@@ -52,7 +52,8 @@ TEST(TensorTest, CastRoundsOnce) {
 }
 
 TEST(TensorTest, StatsSkipNonFinite) {
-  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
   TensorStats s = Tensor::FromVector<float>({1, nan, -3, inf, 5}).Stats();
   EXPECT_EQ(s.nan_count, 1);
   EXPECT_EQ(s.inf_count, 1);
