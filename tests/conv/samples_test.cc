@@ -23,6 +23,9 @@ struct Sample {
   Shape output;
 };
 
+// Names the sample in test logs instead of dumping its bytes.
+void PrintTo(const Sample& s, std::ostream* os) { *os << s.file; }
+
 class ConvSampleTest : public ::testing::TestWithParam<Sample> {};
 
 TEST_P(ConvSampleTest, RunsWithItsDefaultFeed) {
