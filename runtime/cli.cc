@@ -103,8 +103,7 @@ const std::map<std::string, CommandHelp>& Helps() {
         "blockflow graph. Control edges are dropped; TensorFlow-only attrs are dropped.\n"
         "The result is validated first: when it is invalid, nothing is written (exit 1).\n"
         "  -o, --output GRAPH.json  the graph to write (Const values with more than 64\n"
-        "                           elements, or int64 values beyond 2^53, go to\n"
-        "                           GRAPH_consts/ID.npy beside it)\n"
+        "                           elements go to GRAPH_consts/ID.npy beside it)\n"
         "  --fetch NAME             keep only what node NAME needs (repeatable)\n"
         "  --feed NAME[:K]          cut the graph at tensor NAME:K and put a Placeholder there\n"
         "                           (id NAME for output 0, NAME_K for output K)\n"}},

@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "blocks/basic/basic_ops.h"
 #include "core/npy.h"
 #include "tf_graph.pb.h"
 
@@ -166,47 +167,6 @@ json DimsJson(const std::vector<int64_t>& dims) {
   json a = json::array();
   for (int64_t d : dims) a.push_back(d);
   return a;
-}
-
-// Const's `value` passes through a double when the graph loads: int64 values beyond 2^53
-// would change, so such tensors go to a .npy file instead of the JSON.
-bool ExactInJson(const Tensor& t) {
-  if (t.dtype() != DType::kInt64) return true;
-  constexpr int64_t kExact = int64_t{1} << 53;
-  const int64_t* p = t.data<int64_t>();
-  return std::all_of(p, p + t.num_elements(),
-                     [](int64_t v) { return v >= -kExact && v <= kExact; });
-}
-
-// A Const's inline `value`: integers and bools exactly, floats as numbers or as the
-// "nan", "inf", "-inf" strings Const accepts (JSON has no number for them; nlohmann
-// would write null).
-json ConstValueJson(const Tensor& t) {
-  json values = json::array();
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    switch (t.dtype()) {
-      case DType::kInt32:
-        values.push_back(t.data<int32_t>()[i]);
-        break;
-      case DType::kInt64:
-        values.push_back(t.data<int64_t>()[i]);
-        break;
-      case DType::kBool:
-        values.push_back(static_cast<const uint8_t*>(t.raw())[i] != 0);
-        break;
-      default: {
-        const double v = t.GetAsDouble(i);
-        if (std::isnan(v)) {
-          values.push_back("nan");
-        } else if (std::isinf(v)) {
-          values.push_back(v > 0 ? "inf" : "-inf");
-        } else {
-          values.push_back(v);
-        }
-      }
-    }
-  }
-  return values;
 }
 
 // Every problem, one per line, as one error.
@@ -683,9 +643,9 @@ Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::strin
         continue;
       }
       attrs["dtype"] = std::string(DTypeName(t->dtype()));
-      if (t->num_elements() <= options.inline_limit && ExactInJson(*t)) {
+      if (t->num_elements() <= options.inline_limit) {
         attrs["shape"] = DimsJson(t->shape().dims());
-        attrs["value"] = ConstValueJson(*t);
+        attrs["value"] = ops::TensorToJsonValues(*t);  // exact ints; "nan"/"inf" for floats
       } else {
         const std::string file = options.const_dir + "/" + node.id + ".npy";
         attrs["file"] = file;

@@ -12,9 +12,9 @@
 // "_"-prefixed...) are dropped; other attrs map to graph JSON (list(int) → ints,
 // string → string, type → dtype name, shape → list). Input ports are the block
 // schema's, in order, with a list port taking the remaining inputs. Const values
-// with at most `inline_limit` elements are written inline (NaN and Inf as the
-// strings "nan", "inf", "-inf"), larger ones, and int64 values beyond 2^53 that the
-// graph's JSON numbers would round, to `const_dir/ID.npy` beside the graph.
+// with at most `inline_limit` elements are written inline (integers exactly, NaN and
+// Inf as the strings "nan", "inf", "-inf"), larger ones to `const_dir/ID.npy` beside
+// the graph.
 #pragma once
 
 #include <string>
