@@ -102,6 +102,27 @@ uint16_t FloatToHalfBits(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
+namespace {
+
+// double → float rounded to odd: truncate, then set the last bit when inexact. Rounding that
+// float once more to a type with at least 2 fewer significand bits (half: 11, bfloat16: 8)
+// gives the same result as rounding the double directly: no double-rounding error.
+float RoundToOddFloat(double d) {
+  float f = static_cast<float>(d);
+  if (std::isnan(d) || static_cast<double>(f) == d) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  bits |= 1u;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+}  // namespace
+
+uint16_t DoubleToHalfBits(double d) { return FloatToHalfBits(RoundToOddFloat(d)); }
+uint16_t DoubleToBFloat16Bits(double d) { return FloatToBFloat16Bits(RoundToOddFloat(d)); }
+
 float HalfBitsToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;

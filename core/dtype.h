@@ -42,6 +42,10 @@ const std::vector<DType>& FloatDTypes();
 
 /// Converts float32 to IEEE binary16 bits, rounding to nearest even (overflow gives inf).
 uint16_t FloatToHalfBits(float f);
+/// Converts float64 to IEEE binary16 bits with a single rounding to nearest even.
+uint16_t DoubleToHalfBits(double d);
+/// Converts float64 to bfloat16 bits with a single rounding to nearest even.
+uint16_t DoubleToBFloat16Bits(double d);
 /// Converts IEEE binary16 bits to float32 (exact).
 float HalfBitsToFloat(uint16_t h);
 /// Converts float32 to bfloat16 bits, rounding to nearest even (NaN stays NaN).
@@ -59,7 +63,7 @@ struct Half {
   uint16_t bits = 0;
   Half() = default;
   explicit Half(float f) : bits(FloatToHalfBits(f)) {}
-  explicit Half(double d) : bits(FloatToHalfBits(static_cast<float>(d))) {}
+  explicit Half(double d) : bits(DoubleToHalfBits(d)) {}
   static Half FromBits(uint16_t b) {
     Half h;
     h.bits = b;
@@ -73,7 +77,7 @@ struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;
   explicit BFloat16(float f) : bits(FloatToBFloat16Bits(f)) {}
-  explicit BFloat16(double d) : bits(FloatToBFloat16Bits(static_cast<float>(d))) {}
+  explicit BFloat16(double d) : bits(DoubleToBFloat16Bits(d)) {}
   static BFloat16 FromBits(uint16_t b) {
     BFloat16 h;
     h.bits = b;

@@ -1,6 +1,7 @@
 // Blocks that make tensors: Const, Placeholder, Fill, ZerosLike, RandomUniform,
 // RandomStandardNormal.
 #include <cmath>
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -158,19 +159,31 @@ KernelFn RandomKernel(bool normal) {
     // evenly spread, and never 1.0 (TensorFlow's range is [0, 1)).
     const double grid = std::ldexp(1.0, MantissaBits(out.dtype()));
     const int64_t n = out.num_elements();
-    for (int64_t i = 0; i < n; ++i) {
-      if ((i & 0xffff) == 0 && k.cancelled()) return Cancelled();
-      double v;
-      if (normal) {
-        // Box–Muller on two uniforms drawn for this index alone.
-        const double u1 = 1.0 - UniformAt(key, 2 * static_cast<uint64_t>(i));  // (0, 1]
-        const double u2 = UniformAt(key, 2 * static_cast<uint64_t>(i) + 1);
-        v = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-      } else {
-        v = std::floor(UniformAt(key, static_cast<uint64_t>(i)) * grid) / grid;
+    // Every value depends on its index alone, so chunks run in parallel with the same result.
+    constexpr int64_t kChunk = 1 << 16;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    DispatchFloat(out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* p = out.data<T>();
+#pragma omp parallel for schedule(static) num_threads(k.num_threads)
+      for (int64_t c = 0; c < chunks; ++c) {
+        if (k.cancelled()) continue;  // no early return out of a parallel region
+        const int64_t end = std::min(n, (c + 1) * kChunk);
+        for (int64_t i = c * kChunk; i < end; ++i) {
+          double v;
+          if (normal) {
+            // Box–Muller on two uniforms drawn for this index alone.
+            const double u1 = 1.0 - UniformAt(key, 2 * static_cast<uint64_t>(i));  // (0, 1]
+            const double u2 = UniformAt(key, 2 * static_cast<uint64_t>(i) + 1);
+            v = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+          } else {
+            v = std::floor(UniformAt(key, static_cast<uint64_t>(i)) * grid) / grid;
+          }
+          p[i] = static_cast<T>(v);
+        }
       }
-      out.SetFromDouble(i, v);
-    }
+    });
+    if (k.cancelled()) return Cancelled();
     return Status::OK();
   };
 }

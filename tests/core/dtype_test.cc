@@ -44,6 +44,37 @@ TEST(DTypeTest, HalfRoundsToNearestEven) {
   EXPECT_EQ(FloatToHalfBits(-0.0f), 0x8000);
 }
 
+TEST(DTypeTest, DoublesRoundOnceToSixteenBits) {
+  // Just above a half-precision tie: rounding through float would land on the tie and go to
+  // even (down); one rounding of the double goes up.
+  const double above = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  EXPECT_EQ(Half(above).bits, 0x3c01);
+  EXPECT_EQ(Half(1.0 + std::ldexp(1.0, -11)).bits, 0x3c00);  // the tie itself: to even
+  EXPECT_EQ(BFloat16(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40)).bits, 0x3f81);
+  EXPECT_EQ(BFloat16(1.0 + std::ldexp(1.0, -8)).bits, 0x3f80);
+  EXPECT_EQ(Half(-above).bits, 0xbc01);
+  EXPECT_EQ(Half(1e300).bits, 0x7c00);
+  EXPECT_TRUE(std::isnan(static_cast<float>(Half(std::nan("")))));
+  // Random doubles against a brute-force nearest-even search among neighbouring halves.
+  uint64_t state = 12345;
+  for (int k = 0; k < 200000; ++k) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double d = (static_cast<double>(state >> 11) * 0x1.0p-53 - 0.5) * 4.0;  // [-2, 2)
+    const uint16_t guess = FloatToHalfBits(static_cast<float>(d));
+    uint16_t best = guess;
+    double best_err = std::fabs(static_cast<double>(HalfBitsToFloat(guess)) - d);
+    for (int delta : {-1, 1}) {
+      const uint16_t h = static_cast<uint16_t>(guess + delta);
+      const double err = std::fabs(static_cast<double>(HalfBitsToFloat(h)) - d);
+      if (err < best_err || (err == best_err && (h & 1) == 0)) {
+        best = h;
+        best_err = err;
+      }
+    }
+    ASSERT_EQ(Half(d).bits, best) << "d = " << d;
+  }
+}
+
 TEST(DTypeTest, BFloat16RoundsToNearestEven) {
   for (uint32_t b = 0; b < 0x10000; b += 7) {
     const float f = BFloat16BitsToFloat(static_cast<uint16_t>(b));
