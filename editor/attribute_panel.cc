@@ -1,5 +1,7 @@
 #include "editor/attribute_panel.h"
 
+#include <cmath>
+
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -68,6 +70,11 @@ nlohmann::json ParseNumberList(const QString& text, QString* error) {
       if (ok) out.push_back(static_cast<int64_t>(v));
     } else {
       const double v = tok.toDouble(&ok);
+      if (ok && !std::isfinite(v)) {
+        // JSON has no NaN or Inf: the graph file would get null and no longer load.
+        if (error) *error = QString("'%1' is not a finite number (a graph file cannot hold it)").arg(tok);
+        return nullptr;
+      }
       if (ok) out.push_back(v);
     }
     if (!ok) {
@@ -371,7 +378,9 @@ QWidget* AttributePanel::MakeEditor(const AttrDef& def, const nlohmann::json& cu
         if (type == AttrType::kInt) {
           v = static_cast<int64_t>(t.toLongLong(&ok));
         } else if (type == AttrType::kFloat) {
-          v = t.toDouble(&ok);
+          const double d = t.toDouble(&ok);
+          ok = ok && std::isfinite(d);  // JSON has no NaN or Inf
+          v = d;
         } else if (type == AttrType::kString) {
           v = t.toStdString();
         } else {

@@ -149,32 +149,46 @@ Status GraphDocument::Open(const QString& path) {
   return Status::OK();
 }
 
-// Keeps relative file names pointing at the same files when a graph is saved elsewhere.
-static void RebaseRelativeFiles(Graph& graph, const std::string& old_dir, const std::string& new_dir) {
-  if (old_dir.empty() || fs::path(old_dir) == fs::path(new_dir)) return;
-  auto rebase = [&](nlohmann::json& v) {
+// Calls fn(value, path) for every relative file name of the graph (Const `file`, `ui.feed`).
+template <typename Fn>
+static void ForEachRelativeFile(Graph& graph, Fn fn) {
+  auto visit = [&](nlohmann::json& v) {
     if (!v.is_string()) return;
-    fs::path p(v.get<std::string>());
+    const fs::path p(v.get<std::string>());
     if (p.is_absolute() || p.empty()) return;
-    const fs::path abs = (fs::path(old_dir) / p).lexically_normal();
-    v = abs.lexically_relative(fs::path(new_dir).lexically_normal()).string();
+    fn(v, p);
   };
   for (Node& node : graph.nodes()) {
-    if (node.attrs.is_object() && node.attrs.contains("file")) rebase(node.attrs["file"]);
-    if (node.ui.is_object() && node.ui.contains("feed")) rebase(node.ui["feed"]);
+    if (node.attrs.is_object() && node.attrs.contains("file")) visit(node.attrs["file"]);
+    if (node.ui.is_object() && node.ui.contains("feed")) visit(node.ui["feed"]);
   }
+}
+
+// Keeps relative file names pointing at the same files when a graph is saved elsewhere.
+static void RebaseRelativeFiles(Graph& graph, const std::string& old_dir, const std::string& new_dir) {
+  // Compared as folders: "/g/." and "/g" are the same folder.
+  auto folder = [](const std::string& d) { return (fs::path(d) / "").lexically_normal(); };
+  if (old_dir.empty() || folder(old_dir) == folder(new_dir)) return;
+  ForEachRelativeFile(graph, [&](nlohmann::json& v, const fs::path& p) {
+    const fs::path abs = (fs::path(old_dir) / p).lexically_normal();
+    const fs::path rel = abs.lexically_relative(fs::path(new_dir).lexically_normal());
+    v = rel.empty() ? abs.string() : rel.string();  // no relative path between them: absolute
+  });
 }
 
 Status GraphDocument::Save(const QString& path) {
   const std::string p = path.toStdString();
   const std::string new_dir = fs::absolute(fs::path(p)).parent_path().string();
   Graph to_save = graph_;
+  // Relative names of a graph that has a folder name files there; "" is a new graph.
   std::string old_dir = graph_.base_dir.empty() ? std::string() : fs::absolute(graph_.base_dir).string();
   RebaseRelativeFiles(to_save, old_dir, new_dir);
   RETURN_IF_ERROR(SaveGraphFile(to_save, p, registry_));
   const bool rebased = SerializeGraph(to_save, registry_) != SerializeGraph(graph_, registry_);
   to_save.source_path = p;
-  to_save.base_dir = fs::path(p).parent_path().string();
+  // Absolute: "g.json" has no parent path, and an empty base_dir would read as a new graph
+  // (the next Save As would then not rebase the relative file names).
+  to_save.base_dir = new_dir;
   if (rebased) {
     // The file names changed; history from the old folder would now point elsewhere.
     undo_stack_.clear();
@@ -416,8 +430,20 @@ std::string GraphDocument::CopyNodes(const std::vector<std::string>& ids) const 
   return SerializeGraph(sub, registry_);
 }
 
-Expected<std::vector<std::string>> GraphDocument::Paste(const std::string& json_text, QPointF offset) {
+Expected<std::vector<std::string>> GraphDocument::Paste(const std::string& json_text, QPointF offset,
+                                                        const std::string& source_dir) {
   ASSIGN_OR_RETURN(Graph pasted, ParseGraphJson(json_text, "clipboard", graph_.base_dir));
+  if (!source_dir.empty()) {
+    const std::string from = fs::absolute(source_dir).string();
+    if (graph_.base_dir.empty()) {
+      // A new graph has no folder yet: absolute names stay right wherever it is saved.
+      ForEachRelativeFile(pasted, [&](nlohmann::json& v, const fs::path& p) {
+        v = (fs::path(from) / p).lexically_normal().string();
+      });
+    } else {
+      RebaseRelativeFiles(pasted, from, fs::absolute(graph_.base_dir).string());
+    }
+  }
   Graph after = graph_;
   std::map<std::string, std::string> renamed;
   for (const Node& n : pasted.nodes()) {

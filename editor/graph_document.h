@@ -95,7 +95,10 @@ class GraphDocument : public QObject {
   /// Graph JSON of the given nodes and the wires among them (for the clipboard).
   std::string CopyNodes(const std::vector<std::string>& ids) const;
   /// Adds the nodes of clipboard JSON, ids made unique, shifted by `offset`; returns new ids.
-  Expected<std::vector<std::string>> Paste(const std::string& json_text, QPointF offset);
+  /// `source_dir`: the folder of the graph copied from; relative `file` / `ui.feed` names are
+  /// rebased from it so that they keep naming the same files ("": taken as they are).
+  Expected<std::vector<std::string>> Paste(const std::string& json_text, QPointF offset,
+                                           const std::string& source_dir = "");
 
   /// Applies an arbitrary edit as one undoable command (`layout_only`: results stay valid).
   void ApplyEdit(const QString& text, Graph after, bool layout_only = false);

@@ -167,6 +167,10 @@ Status GraphScene::ConnectPorts(const PortItem* a, const PortItem* b) {
   return doc_->Connect(Endpoint{out->node_id(), out->index()}, in->node_id(), in->name());
 }
 
+void GraphScene::ForgetPortsOf(const NodeItem* node) {
+  if (drag_target_ && drag_target_->parentItem() == node) ClearDragTarget();
+}
+
 void GraphScene::SetRunState(const std::string& id, RunState state, double ms, const QString& message) {
   run_states_[id] = {state, ms, message};
   if (NodeItem* item = FindNode(id)) item->SetRunState(state, ms, message);
@@ -316,12 +320,22 @@ void GraphScene::drawBackground(QPainter* painter, const QRectF& rect) {
   painter->fillRect(rect, palette::kCanvas);
   const double minor = 24, major = minor * 5;
   auto draw_grid = [&](double step, const QColor& color) {
-    painter->setPen(QPen(color, 0));
     const double left = std::floor(rect.left() / step) * step;
     const double top = std::floor(rect.top() / step) * step;
+    const double nx = std::ceil((rect.right() - left) / step), ny = std::ceil((rect.bottom() - top) / step);
+    // Lines are counted, not stepped to: far out (a file may place a node at 1e18) `x += step`
+    // does not change x, and the loop would never end. A grid too dense to see is not drawn.
+    if (!(nx >= 0 && ny >= 0) || nx + ny > 5000) return;
+    painter->setPen(QPen(color, 0));
     QVector<QLineF> lines;
-    for (double x = left; x < rect.right(); x += step) lines.append(QLineF(x, rect.top(), x, rect.bottom()));
-    for (double y = top; y < rect.bottom(); y += step) lines.append(QLineF(rect.left(), y, rect.right(), y));
+    for (int i = 0; i < static_cast<int>(nx); ++i) {
+      const double x = left + i * step;
+      lines.append(QLineF(x, rect.top(), x, rect.bottom()));
+    }
+    for (int i = 0; i < static_cast<int>(ny); ++i) {
+      const double y = top + i * step;
+      lines.append(QLineF(rect.left(), y, rect.right(), y));
+    }
     painter->drawLines(lines);
   };
   draw_grid(minor, palette::kGridMinor);

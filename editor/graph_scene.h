@@ -48,6 +48,10 @@ class GraphScene : public QGraphicsScene {
   /// Wires two ports (an output and an input, in either order); refusals are reported.
   Status ConnectPorts(const PortItem* a, const PortItem* b);
 
+  /// Node `node` is about to delete its PortItems (they are rebuilt on every relayout): forget
+  /// any pointer to them.
+  void ForgetPortsOf(const NodeItem* node);
+
   void SetRunState(const std::string& id, RunState state, double ms = -1, const QString& message = {});
   void ClearRunStates();
 

@@ -37,6 +37,8 @@ namespace blockflow::editor {
 
 namespace {
 constexpr const char* kClipboardMime = "application/x-blockflow-graph";
+// The folder of the graph the nodes were copied from (relative file names are relative to it).
+constexpr const char* kClipboardDirMime = "application/x-blockflow-graph-dir";
 constexpr int kMaxRecent = 8;
 
 // Run (green triangle) and Cancel (red square) icons, drawn so they read well on a dark theme.
@@ -106,7 +108,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   UpdateSummary();
 }
 
-MainWindow::~MainWindow() { runner_->Cancel(); }
+MainWindow::~MainWindow() {
+  runner_->Cancel();
+  // The document is destroyed before the other children; its undo stack's last signals
+  // (cleanChanged when there were unsaved edits) must not reach a window being destroyed.
+  disconnect(doc_, nullptr, this, nullptr);
+  disconnect(scene_, nullptr, this, nullptr);
+  disconnect(runner_, nullptr, this, nullptr);
+}
 
 void MainWindow::BuildUi() {
   setObjectName("blockflow_editor");
@@ -186,7 +195,9 @@ void MainWindow::BuildActions() {
   a_undo->setShortcut(QKeySequence::Undo);
   a_undo->setIcon(st->standardIcon(QStyle::SP_ArrowBack));
   QAction* a_redo = doc_->undo_stack()->createRedoAction(this, "&Redo");
-  a_redo->setShortcuts({QKeySequence::Redo, QKeySequence("Ctrl+Y")});
+  // Not QKeySequence::Redo: as one sequence that is only its first binding (Ctrl+Y on Linux),
+  // and listing Ctrl+Y twice makes the shortcut ambiguous, so neither key would work.
+  a_redo->setShortcuts({QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")});
   a_redo->setIcon(st->standardIcon(QStyle::SP_ArrowForward));
   edit->addAction(a_undo);
   edit->addAction(a_redo);
@@ -523,6 +534,9 @@ void MainWindow::Copy() {
   auto* mime = new QMimeData;
   const QByteArray json = QByteArray::fromStdString(doc_->CopyNodes(ids));
   mime->setData(kClipboardMime, json);
+  if (!doc_->graph().base_dir.empty()) {
+    mime->setData(kClipboardDirMime, QFileInfo(QString::fromStdString(doc_->graph().base_dir)).absoluteFilePath().toUtf8());
+  }
   mime->setText(QString::fromUtf8(json));
   QApplication::clipboard()->setMimeData(mime);
   paste_count_ = 0;
@@ -541,7 +555,8 @@ void MainWindow::Paste() {
   if (json.isEmpty()) json = mime->text().toUtf8();
   if (json.isEmpty()) return;
   ++paste_count_;
-  auto ids = doc_->Paste(json.toStdString(), QPointF(40.0 * paste_count_, 40.0 * paste_count_));
+  auto ids = doc_->Paste(json.toStdString(), QPointF(40.0 * paste_count_, 40.0 * paste_count_),
+                         mime->data(kClipboardDirMime).toStdString());
   if (!ids.ok()) {
     ShowStatus("Cannot paste: " + QString::fromStdString(ids.status().message()), true);
     return;

@@ -236,6 +236,9 @@ void NodeItem::Relayout() {
   const int rows = static_cast<int>(std::max(inputs_.size(), outputs_.size()));
   height_ = RowY(std::max(rows, 1)) + 4 + (run_state_ != RunState::kIdle ? kFooterH : 0);
 
+  // The scene may hold a port as the target of a wire being dragged (a run state change
+  // relayouts nodes in the middle of a drag).
+  if (auto* s = dynamic_cast<GraphScene*>(scene()); s && !ports_.empty()) s->ForgetPortsOf(this);
   for (PortItem* p : ports_) {
     p->setParentItem(nullptr);
     delete p;

@@ -6,7 +6,9 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <QPixmap>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -149,6 +151,7 @@ ResultPanel::ResultPanel(QWidget* parent) : QWidget(parent) {
 
 void ResultPanel::ShowMessage(const QString& message) {
   outputs_.clear();
+  shown_id_.clear();
   heatmap_ = QImage();
   image_view_->SetImage(QImage());
   model_->ClearSlice();
@@ -162,10 +165,22 @@ void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>&
     ShowMessage(QString("No outputs of '%1' in the last run.").arg(node_id));
     return;
   }
-  outputs_ = outputs;
   QString title = QString("<b>%1</b>").arg(node_id.toHtmlEscaped());
   if (!note.isEmpty()) title += " <span style='color:#8a919a'>" + note.toHtmlEscaped() + "</span>";
   title_->setText(title);
+  // The same tensors again (the panels are refreshed after every change, a node move too):
+  // keep the chosen output, layout, batch and channel, and skip recomputing.
+  auto same_tensors = [&] {
+    if (outputs.size() != outputs_.size()) return false;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const Tensor &a = outputs[i], &b = outputs_[i];
+      if (a.raw() != b.raw() || a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+    }
+    return true;
+  };
+  if (node_id == shown_id_ && !body_->isHidden() && same_tensors()) return;
+  outputs_ = outputs;
+  shown_id_ = node_id;
   {
     const QSignalBlocker b1(output_combo_), b2(layout_combo_), b3(batch_spin_), b4(channel_spin_);
     output_combo_->clear();
@@ -183,6 +198,9 @@ void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>&
 }
 
 QString ResultPanel::StatsText() const { return stats_->text(); }
+
+int ResultPanel::channel() const { return channel_spin_->value(); }
+void ResultPanel::SetChannel(int channel) { channel_spin_->setValue(channel); }
 
 void ResultPanel::Refresh() {
   const int k = std::max(output_combo_->currentIndex(), 0);
@@ -208,8 +226,9 @@ void ResultPanel::Refresh() {
   const Slice2D s = MakeSlice(t.shape(), layout, batch_spin_->value(), channel_spin_->value());
   {
     const QSignalBlocker b3(batch_spin_), b4(channel_spin_);
-    batch_spin_->setRange(0, static_cast<int>(std::max<int64_t>(s.num_batches - 1, 0)));
-    channel_spin_->setRange(0, static_cast<int>(std::max<int64_t>(s.num_channels - 1, 0)));
+    auto last = [](int64_t n) { return static_cast<int>(std::clamp<int64_t>(n - 1, 0, std::numeric_limits<int>::max())); };
+    batch_spin_->setRange(0, last(s.num_batches));
+    channel_spin_->setRange(0, last(s.num_channels));
     batch_spin_->setValue(static_cast<int>(s.batch));
     channel_spin_->setValue(static_cast<int>(s.channel));
   }

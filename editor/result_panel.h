@@ -36,11 +36,15 @@ class ResultPanel : public QWidget {
   const QImage& heatmap() const { return heatmap_; }
   TensorSliceModel* model() const { return model_; }
   QString StatsText() const;
+  /// The chosen channel (the selector under the stats).
+  int channel() const;
+  void SetChannel(int channel);
 
  private:
   void Refresh();
 
   std::vector<Tensor> outputs_;
+  QString shown_id_;  // the node whose outputs are shown ("" for a message)
   QLabel* title_;
   QWidget* body_;
   QComboBox* output_combo_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <QPainter>
 
@@ -63,6 +64,7 @@ QColor DivergingColor(double t) {
   // Moreland's cool-warm map, sampled at five points and interpolated linearly.
   static const double kStops[5][3] = {
       {59, 76, 192}, {141, 176, 254}, {221, 221, 221}, {244, 154, 123}, {180, 4, 38}};
+  if (std::isnan(t)) t = 0;  // callers colour NaN themselves; never index out of the table
   const double u = std::clamp((t + 1) * 2, 0.0, 4.0);
   const int i = std::min(static_cast<int>(u), 3);
   const double f = u - i;
@@ -71,6 +73,10 @@ QColor DivergingColor(double t) {
 }
 
 QImage HeatmapImage(const Tensor& tensor, const Slice2D& s, double* abs_max) {
+  if (abs_max) *abs_max = 0;
+  // An empty slice ([3e9, 0] too: no walking 3e9 empty rows), or one no image can hold.
+  constexpr int64_t kMaxSide = std::numeric_limits<int>::max();
+  if (s.rows <= 0 || s.cols <= 0 || s.rows > kMaxSide || s.cols > kMaxSide) return QImage();
   double m = 0;
   const int64_t n = tensor.num_elements();
   for (int64_t r = 0; r < s.rows; ++r) {
@@ -82,9 +88,8 @@ QImage HeatmapImage(const Tensor& tensor, const Slice2D& s, double* abs_max) {
     }
   }
   if (abs_max) *abs_max = m;
-  if (s.rows <= 0 || s.cols <= 0) return QImage();
   QImage img(static_cast<int>(s.cols), static_cast<int>(s.rows), QImage::Format_RGB32);
-  const double scale = m > 0 ? 1.0 / m : 1.0;
+  if (img.isNull()) return QImage();  // too large to allocate: no scanLine to write
   for (int64_t r = 0; r < s.rows; ++r) {
     auto* line = reinterpret_cast<QRgb*>(img.scanLine(static_cast<int>(r)));
     for (int64_t c = 0; c < s.cols; ++c) {
@@ -96,7 +101,8 @@ QImage HeatmapImage(const Tensor& tensor, const Slice2D& s, double* abs_max) {
       } else if (std::isinf(v)) {
         color = v > 0 ? QColor(110, 0, 20) : QColor(20, 25, 110);
       } else {
-        color = DivergingColor(v * scale);
+        // Divide (not multiply by 1/m): 1/m overflows to inf when m is subnormal, and 0*inf is NaN.
+        color = DivergingColor(m > 0 ? v / m : 0.0);
       }
       line[c] = color.rgb();
     }
@@ -134,11 +140,18 @@ void TensorSliceModel::ClearSlice() {
   endResetModel();
 }
 
+// Rows or columns of the table: none when the slice is empty (a [0, 3000000000] slice has no
+// cells, and 3e9 does not fit an int), at most INT_MAX.
+static int TableCount(const Slice2D& s, int64_t n) {
+  if (s.rows <= 0 || s.cols <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max()));
+}
+
 int TensorSliceModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() || !has_ ? 0 : static_cast<int>(slice_.rows);
+  return parent.isValid() || !has_ ? 0 : TableCount(slice_, slice_.rows);
 }
 int TensorSliceModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() || !has_ ? 0 : static_cast<int>(slice_.cols);
+  return parent.isValid() || !has_ ? 0 : TableCount(slice_, slice_.cols);
 }
 
 QVariant TensorSliceModel::data(const QModelIndex& index, int role) const {
