@@ -60,10 +60,18 @@ std::string HeaderValue(const std::string& header, const std::string& key) {
   return v;
 }
 
-}  // namespace
 
-Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
-                          DType expected_dtype) {
+// Everything about a .npy file but its data: `bytes` holds at least the header; the file is
+// `file_size` bytes long in all (so a header read alone is checked against the real size).
+struct NpyHeader {
+  DType dtype = DType::kInvalid;
+  Shape shape;
+  bool fortran_order = false;
+  size_t data_start = 0;
+};
+
+Expected<NpyHeader> ParseHeader(const std::string& bytes, size_t file_size, const std::string& origin,
+                                DType expected_dtype) {
   auto bad = [&](const std::string& why) {
     return InvalidArgument(origin + ": not a valid .npy file: " + why);
   };
@@ -142,7 +150,7 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
   Shape shape(dims);
   // Guard the element count before allocating: the data must be present in full.
   const size_t data_start = header_start + header_len;
-  const size_t available = bytes.size() - data_start;
+  const size_t available = file_size - data_start;
   long double count = 1;
   for (int64_t d : dims) count *= static_cast<long double>(d);
   const long double needed = count * static_cast<long double>(DTypeSize(dtype));
@@ -156,6 +164,20 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
     return InvalidArgument(origin + ": holds " + std::string(DTypeName(dtype)) + " (" + descr +
                            "), expected " + std::string(DTypeName(expected_dtype)));
   }
+  return NpyHeader{dtype, shape, fortran_order, data_start};
+}
+
+}  // namespace
+
+Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
+                          DType expected_dtype) {
+  ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(bytes, bytes.size(), origin, expected_dtype));
+  const DType dtype = h.dtype;
+  const Shape& shape = h.shape;
+  const std::vector<int64_t>& dims = shape.dims();
+  const bool fortran_order = h.fortran_order;
+  const size_t data_start = h.data_start;
+  const size_t available = bytes.size() - data_start;
   ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   if (!available) return t;
   if (!fortran_order || shape.rank() < 2) {
@@ -189,6 +211,21 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
     }
   }
   return t;
+}
+
+Expected<std::pair<DType, Shape>> ReadNpyInfo(const std::string& path, DType expected_dtype) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return IoError("cannot read '" + path + "': it is a folder");
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) return IoError("cannot read '" + path + "': " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError("cannot read '" + path + "': " + std::strerror(errno));
+  // Headers are short; 1 MiB holds any header NumPy writes.
+  std::string prefix(static_cast<size_t>(std::min<uintmax_t>(size, uintmax_t{1} << 20)), '\0');
+  in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+  if (!in) return IoError("cannot read '" + path + "': read failed");
+  ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(prefix, static_cast<size_t>(size), path, expected_dtype));
+  return std::make_pair(h.dtype, h.shape);
 }
 
 Expected<Tensor> ReadNpy(const std::string& path, DType expected_dtype) {

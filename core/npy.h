@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "core/tensor.h"
 
@@ -15,6 +16,10 @@ namespace blockflow {
 /// kBFloat16 to read a '<u2' file as bfloat16 (otherwise '<u2' is an error, as
 /// blockflow has no uint16). Errors name the file and what is wrong.
 Expected<Tensor> ReadNpy(const std::string& path, DType expected_dtype = DType::kInvalid);
+/// Reads only the header of a .npy file: its dtype and shape, checked against the file's
+/// size. Cheap for large files (shape inference uses it).
+Expected<std::pair<DType, Shape>> ReadNpyInfo(const std::string& path,
+                                              DType expected_dtype = DType::kInvalid);
 /// Parses .npy bytes; `origin` names the source in error messages.
 Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
                           DType expected_dtype = DType::kInvalid);

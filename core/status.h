@@ -119,11 +119,11 @@ const Status& AsStatus(const Expected<T>& e) {
   } while (0)
 
 /// Returns the error from the enclosing function when `expr` (a Status or Expected) failed.
-#define RETURN_IF_ERROR(expr)                                 \
-  do {                                                        \
-    const auto& bf_status_or_ = (expr);                       \
-    if (!::blockflow::internal::AsStatus(bf_status_or_).ok()) \
-      return ::blockflow::internal::AsStatus(bf_status_or_);  \
+#define RETURN_IF_ERROR(expr)                                                          \
+  do {                                                                                 \
+    /* A copy: `expr` may be a temporary, or a reference into one (`f().status()`). */ \
+    const ::blockflow::Status bf_status_ = ::blockflow::internal::AsStatus(expr);      \
+    if (!bf_status_.ok()) return bf_status_;                                           \
   } while (0)
 
 #define BF_CONCAT_INNER_(a, b) a##b

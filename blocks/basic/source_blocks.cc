@@ -52,6 +52,46 @@ Expected<double> ConstValue(const nlohmann::json& v, DType dtype) {
 
 // Const: the tensor from `value` (flat row-major list, or one number filling `shape`) or `file`
 // (.npy).
+constexpr int64_t kMaxInferredConstElements = 1 << 16;
+
+// A Const's dtype and shape without building its value: the .npy header only, or the
+// `value` list checked number by number. Errors are the ones MakeConst would give.
+Expected<PortInfo> ConstShape(const AttrMap& attrs, const std::string& base_dir) {
+  const DType dtype = attrs.GetDType("dtype");
+  const bool has_value = attrs.Has("value"), has_file = attrs.Has("file");
+  if (has_value == has_file) return InvalidArgument("give exactly one of attrs 'value' and 'file'");
+  Shape shape;
+  if (has_file) {
+    std::filesystem::path path(attrs.GetString("file"));
+    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+    ASSIGN_OR_RETURN(auto info, ReadNpyInfo(path.string(), dtype));
+    shape = info.second;
+    if (attrs.Has("shape") && attrs.GetShape("shape") != shape) {
+      return InvalidArgument("attr 'shape' " + attrs.GetShape("shape").ToString() +
+                             " differs from the shape " + shape.ToString() + " in '" +
+                             attrs.GetString("file") + "'");
+    }
+  } else {
+    const nlohmann::json& value = attrs.Get("value");
+    const size_t count = value.is_array() ? value.size() : 1;
+    shape = attrs.Has("shape") ? attrs.GetShape("shape")
+                               : (value.is_array() ? Shape{static_cast<int64_t>(count)} : Shape{});
+    if (!shape.IsFullyDefined())
+      return InvalidArgument("attr 'shape' " + shape.ToString() + " must not contain -1");
+    if (value.is_array() && static_cast<int64_t>(count) != shape.num_elements()) {
+      return InvalidArgument("attr 'value' has " + std::to_string(count) + " numbers but shape " +
+                             shape.ToString() + " needs " + std::to_string(shape.num_elements()));
+    }
+    if (value.is_array()) {
+      for (const nlohmann::json& v : value) RETURN_IF_ERROR(ConstValue(v, dtype).status());
+    } else {
+      RETURN_IF_ERROR(ConstValue(value, dtype).status());
+    }
+  }
+  RETURN_IF_ERROR(CheckAllocatable(dtype, shape));
+  return PortInfo{dtype, shape, nullptr};
+}
+
 Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
   const DType dtype = attrs.GetDType("dtype");
   const bool has_value = attrs.Has("value"), has_file = attrs.Has("file");
@@ -205,9 +245,15 @@ void RegisterSourceBlocks(OpRegistry& registry) {
                         .Attr("file", AttrType::kString, nullptr,
                               "A .npy file relative to the graph file (bfloat16 as '<u2' bits).")
                         .SetShapeFn([](InferContext& c) {
-                          ASSIGN_OR_RETURN(Tensor t, MakeConst(c.attrs(), c.base_dir()));
-                          c.SetOutput(0, PortInfo{t.dtype(), t.shape(),
-                                                  std::make_shared<const Tensor>(std::move(t))});
+                          // Small constants are built now (sizes that shape functions read,
+                          // values the editor shows); large ones only when the graph runs,
+                          // so that an edit never waits for a big .npy.
+                          ASSIGN_OR_RETURN(PortInfo info, ConstShape(c.attrs(), c.base_dir()));
+                          if (info.shape.num_elements() <= kMaxInferredConstElements) {
+                            ASSIGN_OR_RETURN(Tensor t, MakeConst(c.attrs(), c.base_dir()));
+                            info.value = std::make_shared<const Tensor>(std::move(t));
+                          }
+                          c.SetOutput(0, std::move(info));
                           return Status::OK();
                         })
                         .SetReferenceKernel([](KernelContext& k) {

@@ -216,6 +216,32 @@ TEST(BasicBlocksTest, NarrowUniformNeverPilesUpAtZero) {
   }
 }
 
+TEST(BasicBlocksTest, LargeConstantsAreBuiltOnlyWhenTheGraphRuns) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(BLOCKFLOW_TEST_TMP) / "large_const";
+  fs::create_directories(dir);
+  Tensor big(DType::kFloat32, Shape{300, 300});
+  big.SetFromDouble(89999, 7.0);
+  ASSERT_TRUE(WriteNpy((dir / "big.npy").string(), big).ok());
+  RegisterBuiltinBlocks();
+  Scope root = Scope::NewRootScope();
+  root.graph().base_dir = dir.string();
+  auto file = ops::ConstFromFile(root.WithOpName("file"), DType::kFloat32, "big.npy");
+  auto fill = root.WithOpName("fill").AddNode(
+      "Const", {}, {{"dtype", "float64"}, {"shape", {512, 512}}, {"value", 0.5}});
+  auto small = ops::Const(root.WithOpName("small"), Tensor::FromVector<int32_t>({1, 2}));
+  GraphAnalysis a = AnalyzeGraph(root.graph());
+  ASSERT_TRUE(a.ok()) << a.issues[0].ToString();
+  EXPECT_EQ(a.nodes[0].outputs[0].shape, (Shape{300, 300}));
+  EXPECT_EQ(a.nodes[0].outputs[0].value, nullptr);  // header only
+  EXPECT_EQ(a.nodes[1].outputs[0].value, nullptr);
+  ASSERT_NE(a.nodes[2].outputs[0].value, nullptr);  // small: known for shape functions
+  EXPECT_TRUE(RunOne(root, file).BitwiseEquals(big));
+  EXPECT_EQ(RunOne(root, fill).GetAsDouble(512 * 512 - 1), 0.5);
+  auto bad_fill = root.AddNode("Const", {}, {{"dtype", "int32"}, {"shape", {512, 512}}, {"value", 0.5}});
+  EXPECT_NE(RunError(root, bad_fill).find("not an integer"), std::string::npos);
+}
+
 TEST(BasicBlocksTest, HugeTensorsAreErrorsNotCrashes) {
   Scope root = Scope::NewRootScope();
   auto huge = root.AddNode(

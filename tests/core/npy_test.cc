@@ -96,6 +96,21 @@ TEST_F(NpyTest, BadFilesAreErrorsNamingTheFile) {
   EXPECT_FALSE(ReadNpy(dir_.string()).ok());
 }
 
+TEST_F(NpyTest, HeaderOnlyReadChecksTheFileSize) {
+  ASSERT_TRUE(WriteNpy(Path("h.npy"), Tensor(DType::kFloat64, Shape{3, 4})).ok());
+  auto info = ReadNpyInfo(Path("h.npy"));
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_EQ(info->first, DType::kFloat64);
+  EXPECT_EQ(info->second, (Shape{3, 4}));
+  const std::string bytes = SerializeNpy(Tensor(DType::kFloat64, Shape{3, 4}));
+  std::ofstream(Path("short.npy"), std::ios::binary) << bytes.substr(0, bytes.size() - 8);
+  auto bad = ReadNpyInfo(Path("short.npy"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("needs 96 data bytes, file has 88"), std::string::npos)
+      << bad.status().message();
+  EXPECT_FALSE(ReadNpyInfo(Path("h.npy"), DType::kFloat32).ok());
+}
+
 TEST_F(NpyTest, BoolBytesAreNormalised) {
   Tensor b(DType::kBool, Shape{3});
   std::string bytes = SerializeNpy(b);
