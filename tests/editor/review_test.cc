@@ -36,13 +36,7 @@ namespace {
 using testing::GraphFromJson;
 using testing::kAddGraph;
 
-bool RunAndWait(MainWindow& w, QList<QVariant>* args = nullptr) {
-  QSignalSpy spy(&w, &MainWindow::runFinished);
-  w.Run();
-  if (!spy.wait(30000)) return false;
-  if (args) *args = spy.takeFirst();
-  return true;
-}
+using testing::RunAndWait;
 
 void WriteText(const QString& path, const QByteArray& text) {
   QFile f(path);
@@ -126,19 +120,7 @@ TEST(Review, SaveToABareFileNameThenSaveAsElsewhereRebasesFiles) {
 
 // ---------------------------------------------------------------- window scenarios
 
-class ReviewWindowTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    window_.SetScripted(true);
-    window_.show();
-    window_.document()->Reset(GraphFromJson(kAddGraph));
-    window_.view()->ResetZoom();
-    window_.view()->centerOn(300, 150);
-    QApplication::processEvents();
-  }
-  GraphDocument* doc() { return window_.document(); }
-  MainWindow window_;
-};
+class ReviewWindowTest : public testing::EditorWindowTest {};
 
 TEST_F(ReviewWindowTest, DeletingTheNodeShownInThePanelsAfterARun) {
   ASSERT_TRUE(RunAndWait(window_));

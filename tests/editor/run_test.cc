@@ -20,13 +20,7 @@
 namespace blockflow::editor {
 namespace {
 
-bool RunAndWait(MainWindow& w, QList<QVariant>* args = nullptr) {
-  QSignalSpy spy(&w, &MainWindow::runFinished);
-  w.Run();
-  if (!spy.wait(30000)) return false;
-  if (args) *args = spy.takeFirst();
-  return true;
-}
+using testing::RunAndWait;
 
 TEST(EditorRun, ResultsAreBitwiseEqualToASessionRun) {
   MainWindow w;

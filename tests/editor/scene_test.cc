@@ -62,19 +62,7 @@ QPointF PortPos(GraphScene* scene, const std::string& node, bool output, const s
   return p ? p->scenePos() : QPointF();
 }
 
-class EditorWindowTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    window_.SetScripted(true);
-    window_.show();
-    window_.document()->Reset(GraphFromJson(kAddGraph));
-    window_.view()->ResetZoom();
-    window_.view()->centerOn(300, 150);
-    QApplication::processEvents();
-  }
-  GraphDocument* doc() { return window_.document(); }
-  MainWindow window_;
-};
+using testing::EditorWindowTest;
 
 TEST_F(EditorWindowTest, DroppingAPaletteBlockAddsANode) {
   std::unique_ptr<QMimeData> mime(PaletteMime(window_.palette_widget(), "Mul"));

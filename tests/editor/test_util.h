@@ -3,9 +3,17 @@
 
 #include <string>
 
+#include <QApplication>
+#include <QList>
+#include <QSignalSpy>
+#include <QVariant>
 #include <QString>
+#include <gtest/gtest.h>
 
 #include "core/graph.h"
+#include "editor/graph_document.h"
+#include "editor/graph_view.h"
+#include "editor/main_window.h"
 
 namespace blockflow::editor::testing {
 
@@ -25,5 +33,30 @@ inline const char* kAddGraph = R"({"format": "blockflow.graph", "version": 1, "n
   {"id": "b", "op": "Const", "attrs": {"dtype": "float32", "shape": [3], "value": [1, 2, 3]}, "ui": {"x": 0, "y": 200}},
   {"id": "s", "op": "Add", "inputs": {"x": "a", "y": "b"}, "ui": {"x": 400, "y": 100}}
 ]})";
+
+/// Runs the window's graph as the Run button does and waits (30 s at most) for the end;
+/// `args` receives the runFinished signal's arguments.
+inline bool RunAndWait(MainWindow& w, QList<QVariant>* args = nullptr) {
+  QSignalSpy spy(&w, &MainWindow::runFinished);
+  w.Run();
+  if (!spy.wait(30000)) return false;
+  if (args) *args = spy.takeFirst();
+  return true;
+}
+
+/// A shown main window holding kAddGraph at zoom 1, as a user would see it.
+class EditorWindowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    window_.SetScripted(true);
+    window_.show();
+    window_.document()->Reset(GraphFromJson(kAddGraph));
+    window_.view()->ResetZoom();
+    window_.view()->centerOn(300, 150);
+    QApplication::processEvents();
+  }
+  GraphDocument* doc() { return window_.document(); }
+  MainWindow window_;
+};
 
 }  // namespace blockflow::editor::testing
