@@ -23,18 +23,21 @@ int DefaultNumThreads() { return std::max(1, omp_get_num_procs()); }
 Session::Session(Graph graph, const OpRegistry& registry)
     : graph_(std::move(graph)), registry_(registry) {}
 
-std::vector<std::string> Session::DefaultFetches() const {
-  GraphAnalysis analysis = AnalyzeGraph(graph_, registry_);
+namespace {
+
+// Every output that feeds nothing, in node order.
+std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& analysis,
+                                     const OpRegistry& registry) {
   std::set<Endpoint> consumed;
-  for (const Node& node : graph_.nodes()) {
+  for (const Node& node : graph.nodes()) {
     for (const auto& [port, eps] : node.inputs) consumed.insert(eps.begin(), eps.end());
   }
   std::vector<std::string> fetches;
-  const auto& nodes = graph_.nodes();
+  const auto& nodes = graph.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     size_t num_outputs = analysis.nodes[i].outputs.size();
     if (!analysis.nodes[i].ok) {
-      const OpSchema* schema = registry_.Find(nodes[i].op);
+      const OpSchema* schema = registry.Find(nodes[i].op);
       num_outputs = schema ? schema->outputs().size() : 1;
     }
     for (size_t k = 0; k < num_outputs; ++k) {
@@ -43,6 +46,12 @@ std::vector<std::string> Session::DefaultFetches() const {
     }
   }
   return fetches;
+}
+
+}  // namespace
+
+std::vector<std::string> Session::DefaultFetches() const {
+  return SinkOutputs(graph_, AnalyzeGraph(graph_, registry_), registry_);
 }
 
 Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info,
@@ -110,8 +119,10 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
       return InvalidArgument(Who(*node) + "cannot be fed: only Placeholder nodes take feeds");
     }
   }
+  const GraphAnalysis analysis = AnalyzeGraph(graph_, registry_, &feeds);
   // Fetches: "id" or "id:K".
-  std::vector<std::string> fetch_list = fetch_names.empty() ? DefaultFetches() : fetch_names;
+  const std::vector<std::string> fetch_list =
+      fetch_names.empty() ? SinkOutputs(graph_, analysis, registry_) : fetch_names;
   std::vector<Endpoint> fetches;
   for (const std::string& f : fetch_list) {
     auto ep = Endpoint::Parse(f);
@@ -135,7 +146,6 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
       for (const Endpoint& e : eps) stack.push_back(e.node);
     }
   }
-  const GraphAnalysis analysis = AnalyzeGraph(graph_, registry_, &feeds);
   // Problems in needed nodes (and in fed ones) stop the run; others do not concern it.
   // The first pass finds the cause; consumers of a broken node merely cannot run.
   for (size_t i = 0; i < nodes.size(); ++i) {
