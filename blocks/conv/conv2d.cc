@@ -16,7 +16,6 @@
 namespace blockflow::conv {
 namespace {
 
-using internal::ActIndex;
 using internal::ComputeT;
 using internal::ThreadsFor;
 
@@ -29,100 +28,27 @@ using internal::ThreadsFor;
 
 // y[n, oh, ow, co] = sum_{kh, kw, ci} x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, grp*cig + ci]
 //                                   * w[kh, kw, ci, co]          (taps outside x read zero)
+// dx and dw are the same sum scattered to the input and to the filter (internal::ForEachTap).
 template <typename T>
-void Conv2DReference(const ConvAttrs& a, const ConvGeometry& g, const T* x, const T* w, T* y) {
-  using Acc = ComputeT<T>;
-  const int64_t cig = g.filter_in_depth, cog = g.out_depth / g.groups;
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow)
-        for (int64_t co = 0; co < g.out_depth; ++co) {
-          const int64_t grp = co / cog;
-          Acc acc = 0;
-          for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-            const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-            if (ih < 0 || ih >= g.in_h) continue;
-            for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-              const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-              if (iw < 0 || iw >= g.in_w) continue;
-              for (int64_t ci = 0; ci < cig; ++ci) {
-                const Acc xv = static_cast<Acc>(
-                    x[ActIndex(a.format, g.in_h, g.in_w, g.in_depth, n, ih, iw, grp * cig + ci)]);
-                const Acc wv =
-                    static_cast<Acc>(w[((kh * g.filter_w + kw) * cig + ci) * g.out_depth + co]);
-                acc += xv * wv;
-              }
-            }
-          }
-          y[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, co)] = static_cast<T>(acc);
-        }
+internal::ReferenceConv<T> Reference(const ConvAttrs& a, const ConvGeometry& g) {
+  return {a.format, g, g.filter_in_depth, g.out_depth / g.groups};
 }
 
-// dx[n, ih, iw, grp*cig + ci] = sum over (oh, ow, kh, kw, co in grp) with
-//   ih = oh*sh - pt + kh*dh, iw = ow*sw - pl + kw*dw of dy[n, oh, ow, co] * w[kh, kw, ci, co].
-// Written as the scatter of the forward definition into a ComputeT<T> buffer.
+template <typename T>
+void Conv2DReference(const ConvAttrs& a, const ConvGeometry& g, const T* x, const T* w, T* y) {
+  Reference<T>(a, g).Forward(x, w, y);
+}
+
 template <typename T>
 void Conv2DBackpropInputReference(const ConvAttrs& a, const ConvGeometry& g, const T* w,
                                   const T* dy, T* dx) {
-  using Acc = ComputeT<T>;
-  const int64_t cig = g.filter_in_depth, cog = g.out_depth / g.groups;
-  std::vector<Acc> acc(static_cast<size_t>(g.input_elements()), Acc(0));
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow)
-        for (int64_t co = 0; co < g.out_depth; ++co) {
-          const int64_t grp = co / cog;
-          const Acc d = static_cast<Acc>(
-              dy[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, co)]);
-          for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-            const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-            if (ih < 0 || ih >= g.in_h) continue;
-            for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-              const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-              if (iw < 0 || iw >= g.in_w) continue;
-              for (int64_t ci = 0; ci < cig; ++ci) {
-                const Acc wv =
-                    static_cast<Acc>(w[((kh * g.filter_w + kw) * cig + ci) * g.out_depth + co]);
-                acc[static_cast<size_t>(ActIndex(a.format, g.in_h, g.in_w, g.in_depth, n, ih, iw,
-                                                 grp * cig + ci))] += d * wv;
-              }
-            }
-          }
-        }
-  for (size_t i = 0; i < acc.size(); ++i) dx[i] = static_cast<T>(acc[i]);
+  Reference<T>(a, g).BackpropInput(w, dy, dx);
 }
 
-// dw[kh, kw, ci, co] = sum_{n, oh, ow} x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, grp*cig + ci]
-//                                     * dy[n, oh, ow, co]
 template <typename T>
 void Conv2DBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g, const T* x,
                                    const T* dy, T* dw) {
-  using Acc = ComputeT<T>;
-  const int64_t cig = g.filter_in_depth, cog = g.out_depth / g.groups;
-  std::vector<Acc> acc(static_cast<size_t>(g.filter_elements()), Acc(0));
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow)
-        for (int64_t co = 0; co < g.out_depth; ++co) {
-          const int64_t grp = co / cog;
-          const Acc d = static_cast<Acc>(
-              dy[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, co)]);
-          for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-            const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-            if (ih < 0 || ih >= g.in_h) continue;
-            for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-              const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-              if (iw < 0 || iw >= g.in_w) continue;
-              for (int64_t ci = 0; ci < cig; ++ci) {
-                const Acc xv = static_cast<Acc>(
-                    x[ActIndex(a.format, g.in_h, g.in_w, g.in_depth, n, ih, iw, grp * cig + ci)]);
-                acc[static_cast<size_t>(((kh * g.filter_w + kw) * cig + ci) * g.out_depth + co)] +=
-                    xv * d;
-              }
-            }
-          }
-        }
-  for (size_t i = 0; i < acc.size(); ++i) dw[i] = static_cast<T>(acc[i]);
+  Reference<T>(a, g).BackpropFilter(x, dy, dw);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -295,4 +295,76 @@ inline int64_t ActIndex(DataFormat format, int64_t h_size, int64_t w_size, int64
                                      : ((n * c_size + c) * h_size + y) * w_size + x;
 }
 
+/// The taps of a grouped convolution, in the order the reference kernels sum them: for each
+/// output element (n, oh, ow, co), every filter tap (kh, kw, ci) that reads inside the input,
+///   ih = oh*sh - pt + kh*dh,  iw = ow*sw - pl + kw*dw,  input channel grp*in_per_group + ci,
+///   grp = co / out_per_group.
+/// `fn(x_index, w_index, y_index)` gets flat offsets into x and y (in `format`) and into the
+/// filter [fh, fw, in_per_group, out_depth]. Depthwise convolution is the case
+/// in_per_group = 1, out_per_group = M: output channel c*M + m reads input channel c, and the
+/// filter [fh, fw, C, M] has the same offsets.
+template <typename Fn>
+void ForEachTap(DataFormat format, const ConvGeometry& g, int64_t in_per_group,
+                int64_t out_per_group, Fn&& fn) {
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow)
+        for (int64_t co = 0; co < g.out_depth; ++co) {
+          const int64_t y_index = ActIndex(format, g.out_h, g.out_w, g.out_depth, n, oh, ow, co);
+          const int64_t first_in = co / out_per_group * in_per_group;
+          for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+            const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+            if (ih < 0 || ih >= g.in_h) continue;
+            for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+              const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+              if (iw < 0 || iw >= g.in_w) continue;
+              for (int64_t ci = 0; ci < in_per_group; ++ci) {
+                fn(ActIndex(format, g.in_h, g.in_w, g.in_depth, n, ih, iw, first_in + ci),
+                   ((kh * g.filter_w + kw) * in_per_group + ci) * g.out_depth + co, y_index);
+              }
+            }
+          }
+        }
+}
+
+/// The three reference kernels of a convolution family, on ForEachTap: sums in ComputeT<T>
+/// per output element, in tap order, rounded once to T.
+template <typename T>
+struct ReferenceConv {
+  using Acc = ComputeT<T>;
+  DataFormat format;
+  const ConvGeometry& g;
+  int64_t in_per_group, out_per_group;
+
+  // y = sum over taps of x * w.
+  void Forward(const T* x, const T* w, T* y) const {
+    std::vector<Acc> acc(static_cast<size_t>(g.output_elements()), Acc(0));
+    ForEachTap(format, g, in_per_group, out_per_group, [&](int64_t xi, int64_t wi, int64_t yi) {
+      acc[static_cast<size_t>(yi)] += static_cast<Acc>(x[xi]) * static_cast<Acc>(w[wi]);
+    });
+    Round(acc, y);
+  }
+  // dx = the forward sum scattered back: every tap adds dy * w to the input it read.
+  void BackpropInput(const T* w, const T* dy, T* dx) const {
+    std::vector<Acc> acc(static_cast<size_t>(g.input_elements()), Acc(0));
+    ForEachTap(format, g, in_per_group, out_per_group, [&](int64_t xi, int64_t wi, int64_t yi) {
+      acc[static_cast<size_t>(xi)] += static_cast<Acc>(dy[yi]) * static_cast<Acc>(w[wi]);
+    });
+    Round(acc, dx);
+  }
+  // dw = every tap adds x * dy to the filter element it used.
+  void BackpropFilter(const T* x, const T* dy, T* dw) const {
+    std::vector<Acc> acc(static_cast<size_t>(g.filter_elements()), Acc(0));
+    ForEachTap(format, g, in_per_group, out_per_group, [&](int64_t xi, int64_t wi, int64_t yi) {
+      acc[static_cast<size_t>(wi)] += static_cast<Acc>(x[xi]) * static_cast<Acc>(dy[yi]);
+    });
+    Round(acc, dw);
+  }
+
+ private:
+  static void Round(const std::vector<Acc>& acc, T* out) {
+    for (size_t i = 0; i < acc.size(); ++i) out[i] = static_cast<T>(acc[i]);
+  }
+};
+
 }  // namespace blockflow::conv::internal

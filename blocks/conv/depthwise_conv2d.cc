@@ -16,7 +16,6 @@
 namespace blockflow::conv {
 namespace {
 
-using internal::ActIndex;
 using internal::ComputeT;
 using internal::ThreadsFor;
 
@@ -25,89 +24,30 @@ using internal::ThreadsFor;
 // ComputeT<T>, rounding once. Filter [fh, fw, C, M]; output channel c*M + m.
 // ---------------------------------------------------------------------------------------------
 
-// y[n, oh, ow, c*M + m] = sum_{kh, kw} x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, c] * w[kh, kw,
-// c, m]
+// y[n, oh, ow, c*M + m] = sum_{kh, kw} x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, c]
+//                                     * w[kh, kw, c, m]
+// a grouped convolution with one input channel per group (internal::ForEachTap); dx and dw
+// are the same sum scattered to the input and to the filter.
 template <typename T>
-void DepthwiseReference(const ConvAttrs& a, const ConvGeometry& g, const T* x, const T* w, T* y) {
-  using Acc = ComputeT<T>;
-  const int64_t ch = g.in_depth, mult = g.multiplier;
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow)
-        for (int64_t c = 0; c < ch; ++c)
-          for (int64_t m = 0; m < mult; ++m) {
-            Acc acc = 0;
-            for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-              const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-              if (ih < 0 || ih >= g.in_h) continue;
-              for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-                const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-                if (iw < 0 || iw >= g.in_w) continue;
-                acc += static_cast<Acc>(x[ActIndex(a.format, g.in_h, g.in_w, ch, n, ih, iw, c)]) *
-                       static_cast<Acc>(w[((kh * g.filter_w + kw) * ch + c) * mult + m]);
-              }
-            }
-            y[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, c * mult + m)] =
-                static_cast<T>(acc);
-          }
+internal::ReferenceConv<T> Reference(const ConvAttrs& a, const ConvGeometry& g) {
+  return {a.format, g, /*in_per_group=*/1, /*out_per_group=*/g.multiplier};
 }
 
-// dx[n, ih, iw, c] = sum over (oh, ow, kh, kw, m) with ih = oh*sh - pt + kh*dh,
-//   iw = ow*sw - pl + kw*dw of dy[n, oh, ow, c*M + m] * w[kh, kw, c, m]  (scatter form).
+template <typename T>
+void DepthwiseReference(const ConvAttrs& a, const ConvGeometry& g, const T* x, const T* w, T* y) {
+  Reference<T>(a, g).Forward(x, w, y);
+}
+
 template <typename T>
 void DepthwiseBackpropInputReference(const ConvAttrs& a, const ConvGeometry& g, const T* w,
                                      const T* dy, T* dx) {
-  using Acc = ComputeT<T>;
-  const int64_t ch = g.in_depth, mult = g.multiplier;
-  std::vector<Acc> acc(static_cast<size_t>(g.input_elements()), Acc(0));
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow)
-        for (int64_t c = 0; c < ch; ++c)
-          for (int64_t m = 0; m < mult; ++m) {
-            const Acc d = static_cast<Acc>(
-                dy[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, c * mult + m)]);
-            for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-              const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-              if (ih < 0 || ih >= g.in_h) continue;
-              for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-                const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-                if (iw < 0 || iw >= g.in_w) continue;
-                acc[static_cast<size_t>(ActIndex(a.format, g.in_h, g.in_w, ch, n, ih, iw, c))] +=
-                    d * static_cast<Acc>(w[((kh * g.filter_w + kw) * ch + c) * mult + m]);
-              }
-            }
-          }
-  for (size_t i = 0; i < acc.size(); ++i) dx[i] = static_cast<T>(acc[i]);
+  Reference<T>(a, g).BackpropInput(w, dy, dx);
 }
 
-// dw[kh, kw, c, m] = sum_{n, oh, ow} x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, c] * dy[n, oh,
-// ow, c*M + m]
 template <typename T>
 void DepthwiseBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g, const T* x,
                                       const T* dy, T* dw) {
-  using Acc = ComputeT<T>;
-  const int64_t ch = g.in_depth, mult = g.multiplier;
-  std::vector<Acc> acc(static_cast<size_t>(g.filter_elements()), Acc(0));
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow)
-        for (int64_t c = 0; c < ch; ++c)
-          for (int64_t m = 0; m < mult; ++m) {
-            const Acc d = static_cast<Acc>(
-                dy[ActIndex(a.format, g.out_h, g.out_w, g.out_depth, n, oh, ow, c * mult + m)]);
-            for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-              const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-              if (ih < 0 || ih >= g.in_h) continue;
-              for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-                const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-                if (iw < 0 || iw >= g.in_w) continue;
-                acc[static_cast<size_t>(((kh * g.filter_w + kw) * ch + c) * mult + m)] +=
-                    static_cast<Acc>(x[ActIndex(a.format, g.in_h, g.in_w, ch, n, ih, iw, c)]) * d;
-              }
-            }
-          }
-  for (size_t i = 0; i < acc.size(); ++i) dw[i] = static_cast<T>(acc[i]);
+  Reference<T>(a, g).BackpropFilter(x, dy, dw);
 }
 
 // ---------------------------------------------------------------------------------------------
