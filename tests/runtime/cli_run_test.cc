@@ -421,9 +421,8 @@ TEST_F(CliRunTest, BenchJsonHasTheContractKeys) {
       << missing.err;
 }
 
-// Ctrl-C during a long run: exit 130 with "cancelled", and no output files.
-TEST_F(CliRunTest, SigintCancelsCleanlyWithoutOutputs) {
-  // A chain of element-wise Adds over 4M floats: long enough to interrupt.
+// A graph that runs long enough to interrupt: `adds` chained Adds over 4M floats.
+json LongAddChain(int adds) {
   json nodes = json::array();
   nodes.push_back({{"id", "shape"},
                    {"op", "Const"},
@@ -433,13 +432,18 @@ TEST_F(CliRunTest, SigintCancelsCleanlyWithoutOutputs) {
                    {"inputs", {{"shape", "shape"}}},
                    {"attrs", {{"dtype", "float32"}}}});
   std::string prev = "r";
-  for (int i = 0; i < 400; ++i) {
+  for (int i = 0; i < adds; ++i) {
     const std::string id = "add" + std::to_string(i);
     nodes.push_back({{"id", id}, {"op", "Add"}, {"inputs", {{"x", prev}, {"y", "r"}}}});
     prev = id;
   }
-  json g = {{"format", "blockflow.graph"}, {"version", 1}, {"nodes", nodes}};
-  WriteText(dir_ / "long.json", g.dump());
+  return {{"format", "blockflow.graph"}, {"version", 1}, {"nodes", nodes}};
+}
+
+// Ctrl-C during a long run: exit 130 with "cancelled", and no output files.
+TEST_F(CliRunTest, SigintCancelsCleanlyWithoutOutputs) {
+  // A chain of element-wise Adds over 4M floats: long enough to interrupt.
+  WriteText(dir_ / "long.json", LongAddChain(400).dump());
   Process p({"run", "long.json", "--out", "o", "--threads", "1"}, dir_.path().string());
   ASSERT_GT(p.pid(), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
@@ -457,22 +461,7 @@ TEST_F(CliRunTest, SigintCancelsCleanlyWithoutOutputs) {
 // On a terminal, a run longer than about a second shows a progress line on stderr;
 // Ctrl-C then stops it. stderr is a pseudo-terminal here so that isatty() holds.
 TEST_F(CliRunTest, ProgressLineOnATerminal) {
-  json nodes = json::array();
-  nodes.push_back({{"id", "shape"},
-                   {"op", "Const"},
-                   {"attrs", {{"dtype", "int32"}, {"shape", {2}}, {"value", {2048, 2048}}}}});
-  nodes.push_back({{"id", "r"},
-                   {"op", "RandomUniform"},
-                   {"inputs", {{"shape", "shape"}}},
-                   {"attrs", {{"dtype", "float32"}}}});
-  std::string prev = "r";
-  for (int i = 0; i < 2000; ++i) {
-    const std::string id = "add" + std::to_string(i);
-    nodes.push_back({{"id", id}, {"op", "Add"}, {"inputs", {{"x", prev}, {"y", "r"}}}});
-    prev = id;
-  }
-  WriteText(dir_ / "long.json",
-            json{{"format", "blockflow.graph"}, {"version", 1}, {"nodes", nodes}}.dump());
+  WriteText(dir_ / "long.json", LongAddChain(2000).dump());
   int master = -1, slave = -1;
   ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
   const std::string bin = BlockflowBinary();
