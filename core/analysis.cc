@@ -12,9 +12,9 @@ namespace blockflow {
 namespace {
 
 std::string DTypeList(const std::vector<DType>& dtypes) {
-  std::string s;
-  for (DType d : dtypes) s += (s.empty() ? "" : ", ") + std::string(DTypeName(d));
-  return s;
+  std::vector<std::string> names;
+  for (DType d : dtypes) names.emplace_back(DTypeName(d));
+  return JoinNames(names);
 }
 
 // Small integer nodes whose inputs are all known constants are computed now (constant
@@ -93,11 +93,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry,
       if (pi < 0) {
         error(
             i, "unknown input port '" + port + "'" + DidYouMean(port, port_names) + "; " + node.op +
-                   " has inputs: " + [&] {
-                     std::string s;
-                     for (const auto& p : port_names) s += (s.empty() ? "" : ", ") + p;
-                     return s.empty() ? std::string("none") : s;
-                   }());
+                   " has inputs: " + JoinNames(port_names));
         continue;
       }
       if (!schema->inputs()[static_cast<size_t>(pi)].is_list && eps.size() != 1) {
@@ -129,11 +125,7 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry,
         if (!def) {
           error(
               i, "unknown attr '" + name + "'" + DidYouMean(name, attr_names) + "; " + node.op +
-                     " has attrs: " + [&] {
-                       std::string s;
-                       for (const auto& a : attr_names) s += (s.empty() ? "" : ", ") + a;
-                       return s.empty() ? std::string("none") : s;
-                     }());
+                     " has attrs: " + JoinNames(attr_names));
           continue;
         }
         Status s = CheckAttrValue(*def, value);

@@ -1,5 +1,7 @@
 #include "core/schema.h"
 
+#include "core/text.h"
+
 namespace blockflow {
 
 std::string_view AttrTypeName(AttrType type) {
@@ -226,8 +228,7 @@ Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value) {
       if (!value.is_string()) return fail("must be a string");
       break;
     case AttrType::kEnum: {
-      std::string list;
-      for (const auto& a : def.allowed) list += (list.empty() ? "" : ", ") + a;
+      const std::string list = JoinNames(def.allowed);
       if (!value.is_string()) return fail("must be one of " + list);
       for (const auto& a : def.allowed) {
         if (value.get<std::string>() == a) return Status::OK();

@@ -16,15 +16,6 @@ namespace {
 
 std::string Who(const Node& node) { return "node '" + node.id + "' (" + node.op + "): "; }
 
-}  // namespace
-
-int DefaultNumThreads() { return std::max(1, omp_get_num_procs()); }
-
-Session::Session(Graph graph, const OpRegistry& registry)
-    : graph_(std::move(graph)), registry_(registry) {}
-
-namespace {
-
 // Every output that feeds nothing, in node order.
 std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& analysis,
                                      const OpRegistry& registry) {
@@ -49,6 +40,11 @@ std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& an
 }
 
 }  // namespace
+
+int DefaultNumThreads() { return std::max(1, omp_get_num_procs()); }
+
+Session::Session(Graph graph, const OpRegistry& registry)
+    : graph_(std::move(graph)), registry_(registry) {}
 
 std::vector<std::string> Session::DefaultFetches() const {
   return SinkOutputs(graph_, AnalyzeGraph(graph_, registry_), registry_);

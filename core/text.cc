@@ -35,4 +35,11 @@ std::string DidYouMean(const std::string& name, const std::vector<std::string>& 
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
+std::string JoinNames(const std::vector<std::string>& names, const std::string& empty) {
+  if (names.empty()) return empty;
+  std::string s = names[0];
+  for (size_t i = 1; i < names.size(); ++i) s += ", " + names[i];
+  return s;
+}
+
 }  // namespace blockflow

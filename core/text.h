@@ -18,4 +18,7 @@ size_t EditDistance(const std::string& a, const std::string& b);
 std::string DidYouMean(const std::string& name, const std::vector<std::string>& candidates,
                        size_t max_distance = 0);
 
+/// "a, b, c" for a list of names; `empty` when there are none.
+std::string JoinNames(const std::vector<std::string>& names, const std::string& empty = "none");
+
 }  // namespace blockflow
