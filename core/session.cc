@@ -16,7 +16,8 @@ namespace {
 
 std::string Who(const Node& node) { return "node '" + node.id + "' (" + node.op + "): "; }
 
-// Every output that feeds nothing, in node order.
+}  // namespace
+
 std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& analysis,
                                      const OpRegistry& registry) {
   std::set<Endpoint> consumed;
@@ -38,8 +39,6 @@ std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& an
   }
   return fetches;
 }
-
-}  // namespace
 
 int DefaultNumThreads() { return std::max(1, omp_get_num_procs()); }
 

@@ -67,6 +67,11 @@ Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info,
                      const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
                      const RunOptions& options, const std::string& base_dir = "");
 
+/// Every output of `graph` that feeds nothing, in node order ("id" or "id:K"), using an
+/// analysis the caller already has (Session::DefaultFetches analyses the graph itself).
+std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& analysis,
+                                     const OpRegistry& registry = OpRegistry::Global());
+
 /// The number of threads `RunOptions::num_threads == 0` means (all cores).
 int DefaultNumThreads();
 

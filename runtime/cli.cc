@@ -368,7 +368,7 @@ std::optional<Prepared> Prepare(const std::string& path,
   if (!l) return std::nullopt;
   Prepared p{std::move(*l), {}, fetches, {}};
   if (!ReadFeeds(p.loaded, path, feed_files, &p.feeds, err)) return std::nullopt;
-  if (p.fetches.empty()) p.fetches = Session(p.loaded.graph).DefaultFetches();
+  if (p.fetches.empty()) p.fetches = SinkOutputs(p.loaded.graph, p.loaded.analysis);
   if (!CheckFetchesAndFeeds(p.loaded, path, p.fetches, p.feeds, err)) return std::nullopt;
   if (p.feeds.empty()) {
     p.analysis = p.loaded.analysis;
