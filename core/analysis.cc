@@ -53,6 +53,12 @@ void FoldConstants(const OpSchema& schema, const std::string& base_dir, NodeInfo
 
 }  // namespace
 
+bool NodeInfo::IsFolded() const {
+  return !outputs.empty() && std::all_of(outputs.begin(), outputs.end(), [](const PortInfo& o) {
+    return o.value != nullptr && !o.from_feed;
+  });
+}
+
 GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry,
                            const std::map<std::string, Tensor>* feeds) {
   const auto& nodes = graph.nodes();

@@ -118,6 +118,10 @@ struct NodeInfo {
   std::vector<int> port_starts;     // schema port → first flattened input
   std::vector<PortInfo> outputs;    // inferred outputs
   std::vector<std::string> errors;  // messages for this node (also in GraphAnalysis::issues)
+
+  /// True when analysis computed every output ahead of the run (constants and what folds from
+  /// them): the node runs no kernel. A fed value is not folded: it changes from run to run.
+  bool IsFolded() const;
 };
 
 /// The result of validating a whole graph.

@@ -103,6 +103,13 @@ Tensor& KernelContext::AllocateOutput(int i) {
   return outputs[static_cast<size_t>(i)];
 }
 
+Tensor& KernelContext::AllocateUninitializedOutput(int i) {
+  if (static_cast<int>(outputs.size()) <= i) outputs.resize(static_cast<size_t>(i) + 1);
+  const PortInfo& info = output_infos.at(static_cast<size_t>(i));
+  outputs[static_cast<size_t>(i)] = Tensor::Uninitialized(info.dtype, info.shape);
+  return outputs[static_cast<size_t>(i)];
+}
+
 // ---- OpSchema ----
 
 OpSchema& OpSchema::Input(std::string name, std::vector<DType> dtypes, std::string doc) {

@@ -145,9 +145,21 @@ struct KernelContext {
   const std::atomic<bool>* stop = nullptr;    // set when another node of the run failed
   std::string base_dir;                       // as InferContext::base_dir
 
+  /// Per-node state made once by the schema's prepare function (null when it has none).
+  const void* state = nullptr;
+
   const Tensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
   /// Allocates output i zero-filled with its inferred dtype and shape, and returns it.
   Tensor& AllocateOutput(int i);
+  /// Allocates output i with its inferred dtype and shape, contents unspecified: for kernels
+  /// that write every element. Pooled memory is reused without the cost of zeroing it.
+  Tensor& AllocateUninitializedOutput(int i);
+  /// The state the schema's prepare function made for this node, as its concrete type.
+  template <typename T>
+  const T& State() const {
+    BF_CHECK(state != nullptr, "kernel expects a prepared state but the node has none");
+    return *static_cast<const T*>(state);
+  }
   /// True when the run was cancelled or another node failed: stop and return Cancelled().
   bool cancelled() const {
     return (cancel && cancel->load(std::memory_order_relaxed)) ||
@@ -155,8 +167,18 @@ struct KernelContext {
   }
 };
 
+/// What a prepare function sees: a node's attrs (defaults filled) and its inferred, fully
+/// defined input and output ports.
+struct PrepareContext {
+  const AttrMap* attrs = nullptr;
+  const std::vector<PortInfo>* inputs = nullptr;
+  const std::vector<PortInfo>* outputs = nullptr;
+};
+
 using ShapeFn = std::function<Status(InferContext&)>;
 using KernelFn = std::function<Status(KernelContext&)>;
+/// Computes a node's kernel state once per input signature (parsed attrs, geometry...).
+using PrepareFn = std::function<Expected<std::shared_ptr<const void>>(const PrepareContext&)>;
 
 /// The declarative description of one block (TensorFlow op).
 class OpSchema {
@@ -207,6 +229,12 @@ class OpSchema {
     kernel_ = std::move(fn);
     return *this;
   }
+  /// Per-node state for both kernels, computed once per input signature and handed to every
+  /// run as KernelContext::state (a prepared Session keeps it between runs).
+  OpSchema& SetPrepare(PrepareFn fn) {
+    prepare_ = std::move(fn);
+    return *this;
+  }
   /// The reference kernel: the definition in plain loops. Used when no optimized kernel is set.
   OpSchema& SetReferenceKernel(KernelFn fn) {
     reference_kernel_ = std::move(fn);
@@ -227,6 +255,7 @@ class OpSchema {
     return reference_kernel_ ? reference_kernel_ : kernel_;
   }
   bool has_optimized_kernel() const { return kernel_ && reference_kernel_; }
+  const PrepareFn& prepare() const { return prepare_; }
   bool is_stateful() const { return stateful_; }
   /// Port index by name, or -1.
   int InputIndex(const std::string& name) const;
@@ -242,6 +271,7 @@ class OpSchema {
   std::vector<std::string> same_dtype_;
   ShapeFn shape_fn_;
   KernelFn kernel_, reference_kernel_;
+  PrepareFn prepare_;
 };
 
 /// Name → schema. The process-wide registry is filled by blocks::RegisterBuiltinBlocks().

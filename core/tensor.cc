@@ -1,6 +1,7 @@
 #include "core/tensor.h"
 
-#include <sys/mman.h>
+#include "core/allocator.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,26 +13,6 @@
 
 namespace blockflow {
 namespace {
-
-constexpr size_t kAlignment = 64;
-
-constexpr size_t kMapThreshold = size_t{1} << 20;
-
-// Small buffers come from the heap; large ones are mapped, which the kernel zero-fills lazily
-// (page-aligned, so 64-byte aligned too) instead of touching every page up front.
-std::shared_ptr<std::byte> AllocateZeroed(size_t bytes) {
-  if (bytes >= kMapThreshold) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
-    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
-                                      [bytes](std::byte* q) { ::munmap(q, bytes); });
-  }
-  const size_t rounded = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-  void* p = std::aligned_alloc(kAlignment, rounded);
-  if (!p) return nullptr;
-  std::memset(p, 0, rounded);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
-}
 
 std::string HumanBytes(long double bytes) {
   const char* units[] = {"bytes", "KB", "MB", "GB", "TB", "PB", "EB"};
@@ -76,8 +57,21 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   Status s = CheckAllocatable(dtype_, shape_);
   BF_CHECK(s.ok(), s.message());
   num_elements_ = shape_.num_elements();
-  buffer_ = AllocateZeroed(num_bytes());
-  BF_CHECK(buffer_ != nullptr || num_bytes() == 0, "out of memory allocating " + DebugString());
+  buffer_ = BufferPool::Global().Allocate(num_bytes(), /*zeroed=*/true);
+  BF_CHECK(buffer_ != nullptr, "out of memory allocating " + DebugString());
+}
+
+Tensor Tensor::Uninitialized(DType dtype, Shape shape) {
+  BF_CHECK(DTypeSize(dtype) > 0, "Tensor dtype must be valid");
+  Status s = CheckAllocatable(dtype, shape);
+  BF_CHECK(s.ok(), s.message());
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = t.shape_.num_elements();
+  t.buffer_ = BufferPool::Global().Allocate(t.num_bytes(), /*zeroed=*/false);
+  BF_CHECK(t.buffer_ != nullptr, "out of memory allocating " + t.DebugString());
+  return t;
 }
 
 Expected<Tensor> Tensor::Create(DType dtype, Shape shape) {
@@ -87,11 +81,26 @@ Expected<Tensor> Tensor::Create(DType dtype, Shape shape) {
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.num_elements_ = t.shape_.num_elements();
-  t.buffer_ = AllocateZeroed(t.num_bytes());
-  if (!t.buffer_ && t.num_bytes() != 0) {
+  t.buffer_ = BufferPool::Global().Allocate(t.num_bytes(), /*zeroed=*/true);
+  if (!t.buffer_) {
     return InvalidArgument("cannot allocate " + t.DebugString() + " (" + HumanBytes(t.num_bytes()) +
                            "): out of memory");
   }
+  return t;
+}
+
+Expected<Tensor> Tensor::FromBuffer(DType dtype, Shape shape, std::shared_ptr<std::byte> buffer) {
+  if (DTypeSize(dtype) == 0) return InvalidArgument("invalid dtype");
+  RETURN_IF_ERROR(CheckAllocatable(dtype, shape));
+  if (!buffer) return InvalidArgument("FromBuffer: null buffer");
+  if (reinterpret_cast<uintptr_t>(buffer.get()) % 64 != 0) {
+    return InvalidArgument("FromBuffer: the buffer is not 64-byte aligned");
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = t.shape_.num_elements();
+  t.buffer_ = std::move(buffer);
   return t;
 }
 
@@ -148,7 +157,7 @@ void Tensor::SetFromDouble(int64_t i, double v) {
 }
 
 Tensor Tensor::Clone() const {
-  Tensor t(dtype_, shape_);
+  Tensor t = Uninitialized(dtype_, shape_);
   if (num_bytes()) std::memcpy(t.raw(), raw(), num_bytes());
   return t;
 }

@@ -33,6 +33,13 @@ class Tensor {
   Tensor(DType dtype, Shape shape);
   /// A zero-filled tensor, or an error when the shape is not fully defined or too large.
   static Expected<Tensor> Create(DType dtype, Shape shape);
+  /// A tensor whose contents are unspecified (pooled memory, not zeroed), for code that
+  /// writes every element; `shape` must be fully defined and allocatable (CHECKed).
+  static Tensor Uninitialized(DType dtype, Shape shape);
+
+  /// A tensor over an existing buffer of at least num_bytes() bytes, 64-byte aligned (a mapped
+  /// file, another library's array); the buffer's deleter runs when the last copy goes.
+  static Expected<Tensor> FromBuffer(DType dtype, Shape shape, std::shared_ptr<std::byte> buffer);
 
   /// A rank-1 tensor holding `values`.
   template <typename T>

@@ -1,0 +1,192 @@
+#include "core/allocator.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/status.h"
+
+namespace blockflow {
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kPage = 4096;
+constexpr size_t kHugePage = size_t{2} << 20;
+
+size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// The block size a pooled request maps: whole pages, or whole huge pages from 2 MB on.
+size_t PooledBlockSize(size_t bytes) {
+  return bytes >= kHugePage ? RoundUp(bytes, kHugePage) : RoundUp(bytes, kPage);
+}
+
+// Maps `size` bytes (a multiple of the page size). Huge-page-sized blocks are aligned to 2 MB
+// and advised for transparent huge pages: one fault then maps 2 MB instead of 4 KB.
+std::byte* MapBlock(size_t size) {
+  if (size < kHugePage) {
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
+  }
+  void* raw =
+      ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto begin = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = RoundUp(begin, kHugePage);
+  if (aligned > begin) ::munmap(raw, aligned - begin);
+  const uintptr_t end = begin + size + kHugePage;
+  if (end > aligned + size) ::munmap(reinterpret_cast<void*>(aligned + size), end - aligned - size);
+#ifdef MADV_HUGEPAGE
+  ::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
+#endif
+  return reinterpret_cast<std::byte*>(aligned);
+}
+
+}  // namespace
+
+std::optional<size_t> ParseByteCount(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(value) || value < 0) return std::nullopt;
+  double scale = 1;
+  const std::string suffix(end);
+  if (suffix == "K" || suffix == "k") {
+    scale = 1024.0;
+  } else if (suffix == "M" || suffix == "m") {
+    scale = 1024.0 * 1024;
+  } else if (suffix == "G" || suffix == "g") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  const double bytes = value * scale;
+  if (bytes >= 18e18) return std::nullopt;
+  return static_cast<size_t>(bytes);
+}
+
+BufferPool::BufferPool(size_t cache_limit) { stats_.cache_limit = cache_limit; }
+
+BufferPool::~BufferPool() {
+  std::lock_guard<std::mutex> lock(mu_);
+  BF_CHECK(stats_.bytes_in_use == 0, "BufferPool destroyed while buffers are still in use");
+  TrimLocked(0);
+}
+
+BufferPool& BufferPool::Global() {
+  static BufferPool* pool = new BufferPool(DefaultCacheLimit());  // never destroyed
+  return *pool;
+}
+
+size_t BufferPool::DefaultCacheLimit() {
+  if (const char* env = std::getenv("BLOCKFLOW_POOL_LIMIT")) {
+    if (auto bytes = ParseByteCount(env)) return *bytes;
+  }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return size_t{1} << 30;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page) / 4;
+}
+
+std::shared_ptr<std::byte> BufferPool::Allocate(size_t bytes, bool zeroed) {
+  if (bytes < kMinPooledBytes) {
+    const size_t size = std::max(kAlignment, RoundUp(bytes, kAlignment));
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, size));
+    if (!p) return nullptr;
+    if (zeroed) std::memset(p, 0, size);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.bytes_in_use += size;
+      stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+    }
+    return std::shared_ptr<std::byte>(p, [this, size](std::byte* q) { Free(q, size, false); });
+  }
+  const size_t need = PooledBlockSize(bytes);
+  std::byte* p = nullptr;
+  size_t size = need;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Best fit, but never a block so large that a quarter of it or more would go unused.
+    auto it = free_.lower_bound(need);
+    if (it != free_.end() && it->first - need <= it->first / 4) {
+      size = it->first;
+      p = it->second;
+      free_.erase(it);
+      stats_.bytes_cached -= size;
+      ++stats_.hits;
+    } else {
+      ++stats_.misses;
+    }
+  }
+  if (p) {
+    if (zeroed) std::memset(p, 0, bytes);  // fresh mappings are zero already
+  } else {
+    p = MapBlock(size);
+    if (!p) {
+      // Cached memory is the first thing to give up when the system has no more.
+      ReleaseCached();
+      p = MapBlock(size);
+      if (!p) return nullptr;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.bytes_in_use += size;
+    stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  }
+  return std::shared_ptr<std::byte>(p, [this, size](std::byte* q) { Free(q, size, true); });
+}
+
+void BufferPool::Free(std::byte* p, size_t block_bytes, bool pooled) {
+  if (!pooled) {
+    std::free(p);
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.bytes_in_use -= block_bytes;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.bytes_in_use -= block_bytes;
+    if (stats_.bytes_cached + block_bytes <= stats_.cache_limit) {
+      free_.emplace(block_bytes, p);
+      stats_.bytes_cached += block_bytes;
+      return;
+    }
+  }
+  ::munmap(p, block_bytes);
+}
+
+void BufferPool::TrimLocked(size_t target) {
+  while (stats_.bytes_cached > target && !free_.empty()) {
+    auto largest = std::prev(free_.end());
+    ::munmap(largest->second, largest->first);
+    stats_.bytes_cached -= largest->first;
+    free_.erase(largest);
+  }
+}
+
+PoolStats BufferPool::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void BufferPool::ResetPeak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_bytes_in_use = stats_.bytes_in_use;
+}
+
+void BufferPool::SetCacheLimit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.cache_limit = bytes;
+  TrimLocked(bytes);
+}
+
+void BufferPool::ReleaseCached() {
+  std::lock_guard<std::mutex> lock(mu_);
+  TrimLocked(0);
+}
+
+}  // namespace blockflow
