@@ -49,10 +49,29 @@ std::vector<std::string> Session::DefaultFetches() const {
   return SinkOutputs(graph_, AnalyzeGraph(graph_, registry_), registry_);
 }
 
+Expected<std::shared_ptr<const void>> PrepareNode(const OpSchema& schema, const NodeInfo& info) {
+  if (!schema.prepare()) return std::shared_ptr<const void>();
+  PrepareContext pc;
+  pc.attrs = &info.attrs;
+  pc.inputs = &info.inputs;
+  pc.outputs = &info.outputs;
+  try {
+    return schema.prepare()(pc);
+  } catch (const std::exception& e) {
+    return Internal(std::string("prepare threw: ") + e.what());
+  }
+}
+
 Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info,
                      const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
-                     const RunOptions& options, const std::string& base_dir) {
+                     const RunOptions& options, const std::string& base_dir, const void* state) {
+  std::shared_ptr<const void> own_state;
+  if (!state && schema.prepare()) {
+    ASSIGN_OR_RETURN(own_state, PrepareNode(schema, info));
+    state = own_state.get();
+  }
   KernelContext ctx;
+  ctx.state = state;
   ctx.attrs = &info.attrs;
   ctx.inputs = inputs;
   ctx.output_infos = info.outputs;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,11 +62,17 @@ class Session {
   const OpRegistry& registry_;
 };
 
+/// Runs the schema's prepare function for one analysed node (null state when it has none).
+/// Prepare once and pass the state to every RunNodeKernel of that node.
+Expected<std::shared_ptr<const void>> PrepareNode(const OpSchema& schema, const NodeInfo& info);
+
 /// Runs one node's kernel on ready inputs (benchmarks and tests). `info` is the node's
-/// analysis (attrs and output shapes) for these inputs.
+/// analysis (attrs and output shapes) for these inputs; `state` is what PrepareNode made for
+/// it (null: prepared on the spot when the schema has a prepare function).
 Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info,
                      const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
-                     const RunOptions& options, const std::string& base_dir = "");
+                     const RunOptions& options, const std::string& base_dir = "",
+                     const void* state = nullptr);
 
 /// Every output of `graph` that feeds nothing, in node order ("id" or "id:K"), using an
 /// analysis the caller already has (Session::DefaultFetches analyses the graph itself).
