@@ -1,14 +1,18 @@
 #include "core/npy.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 namespace blockflow {
@@ -60,7 +64,6 @@ std::string HeaderValue(const std::string& header, const std::string& key) {
   return v;
 }
 
-
 // Everything about a .npy file but its data: `bytes` holds at least the header; the file is
 // `file_size` bytes long in all (so a header read alone is checked against the real size).
 struct NpyHeader {
@@ -70,8 +73,8 @@ struct NpyHeader {
   size_t data_start = 0;
 };
 
-Expected<NpyHeader> ParseHeader(const std::string& bytes, size_t file_size, const std::string& origin,
-                                DType expected_dtype) {
+Expected<NpyHeader> ParseHeader(const std::string& bytes, size_t file_size,
+                                const std::string& origin, DType expected_dtype) {
   auto bad = [&](const std::string& why) {
     return InvalidArgument(origin + ": not a valid .npy file: " + why);
   };
@@ -224,13 +227,74 @@ Expected<std::pair<DType, Shape>> ReadNpyInfo(const std::string& path, DType exp
   std::string prefix(static_cast<size_t>(std::min<uintmax_t>(size, uintmax_t{1} << 20)), '\0');
   in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
   if (!in) return IoError("cannot read '" + path + "': read failed");
-  ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(prefix, static_cast<size_t>(size), path, expected_dtype));
+  ASSIGN_OR_RETURN(NpyHeader h,
+                   ParseHeader(prefix, static_cast<size_t>(size), path, expected_dtype));
   return std::make_pair(h.dtype, h.shape);
 }
 
+namespace {
+
+// Large C-order data at a 64-byte-aligned offset (NumPy pads its headers so) is mapped rather
+// than read: private, so writes to the tensor never reach the file.
+constexpr size_t kMapMinBytes = size_t{1} << 20;
+
+// Closes a file descriptor when it goes out of scope.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+Status PreadAll(int fd, char* dst, size_t bytes, off_t offset, const std::string& path) {
+  while (bytes > 0) {
+    const ssize_t n = ::pread(fd, dst, bytes, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return IoError("cannot read '" + path + "': " + std::strerror(errno));
+    if (n == 0) return IoError("cannot read '" + path + "': the file shrank while being read");
+    dst += n;
+    bytes -= static_cast<size_t>(n);
+    offset += n;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Expected<Tensor> ReadNpy(const std::string& path, DType expected_dtype) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
-  return ParseNpy(bytes, path, expected_dtype);
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return IoError("cannot read '" + path + "': it is a folder");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot read '" + path + "': " + std::strerror(errno));
+  FdCloser closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return IoError("cannot read '" + path + "': " + std::strerror(errno));
+  const size_t file_size = static_cast<size_t>(st.st_size);
+  // Headers are short; 1 MiB holds any header NumPy writes.
+  std::string prefix(std::min(file_size, size_t{1} << 20), '\0');
+  RETURN_IF_ERROR(PreadAll(fd, prefix.data(), prefix.size(), 0, path));
+  ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(prefix, file_size, path, expected_dtype));
+  const size_t data_bytes = file_size - h.data_start;
+  if ((h.fortran_order && h.shape.rank() >= 2) || h.dtype == DType::kBool) {
+    // Reordered or normalised element by element: parse the whole file.
+    std::string bytes(file_size, '\0');
+    RETURN_IF_ERROR(PreadAll(fd, bytes.data(), file_size, 0, path));
+    return ParseNpy(bytes, path, expected_dtype);
+  }
+  if (data_bytes >= kMapMinBytes && h.data_start % 64 == 0) {
+    void* base = ::mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (base != MAP_FAILED) {
+      std::shared_ptr<std::byte> mapping(static_cast<std::byte*>(base),
+                                         [file_size](std::byte* p) { ::munmap(p, file_size); });
+      std::shared_ptr<std::byte> data(mapping, mapping.get() + h.data_start);  // aliasing
+      return Tensor::FromBuffer(h.dtype, h.shape, std::move(data));
+    }
+  }
+  RETURN_IF_ERROR(CheckAllocatable(h.dtype, h.shape));
+  Tensor t = Tensor::Uninitialized(h.dtype, h.shape);
+  RETURN_IF_ERROR(PreadAll(fd, static_cast<char*>(t.raw()), data_bytes,
+                           static_cast<off_t>(h.data_start), path));
+  return t;
 }
 
 std::string SerializeNpy(const Tensor& tensor) {

@@ -25,6 +25,8 @@
 
 namespace blockflow {
 
+class TensorFileCache;
+
 /// The type of an attribute's value in graph JSON.
 enum class AttrType { kInt, kFloat, kBool, kString, kEnum, kInts, kFloats, kDType, kShape, kAny };
 /// "int", "float", "bool", "string", "enum", "ints", "floats", "dtype", "shape", "any".
@@ -147,6 +149,9 @@ struct KernelContext {
 
   /// Per-node state made once by the schema's prepare function (null when it has none).
   const void* state = nullptr;
+  /// Where file-backed tensors (Const `file`) are read through, so a Session reads each once;
+  /// null: read the file directly.
+  TensorFileCache* file_cache = nullptr;
 
   const Tensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
   /// Allocates output i zero-filled with its inferred dtype and shape, and returns it.

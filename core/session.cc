@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -42,13 +43,6 @@ std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& an
 
 int DefaultNumThreads() { return std::max(1, omp_get_num_procs()); }
 
-Session::Session(Graph graph, const OpRegistry& registry)
-    : graph_(std::move(graph)), registry_(registry) {}
-
-std::vector<std::string> Session::DefaultFetches() const {
-  return SinkOutputs(graph_, AnalyzeGraph(graph_, registry_), registry_);
-}
-
 Expected<std::shared_ptr<const void>> PrepareNode(const OpSchema& schema, const NodeInfo& info) {
   if (!schema.prepare()) return std::shared_ptr<const void>();
   PrepareContext pc;
@@ -79,6 +73,7 @@ Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info,
   ctx.cancel = options.cancel;
   ctx.stop = options.stop;
   ctx.base_dir = base_dir;
+  ctx.file_cache = options.file_cache;
   for (size_t k = 0; k < info.outputs.size(); ++k) {
     const PortInfo& out = info.outputs[k];
     if (!out.shape.IsFullyDefined()) {
@@ -116,40 +111,180 @@ Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info,
   return Status::OK();
 }
 
-Status Session::Run(const std::map<std::string, Tensor>& feeds,
-                    const std::vector<std::string>& fetch_names, std::vector<Tensor>* outputs,
-                    const RunOptions& options) const {
-  const auto& nodes = graph_.nodes();
-  const std::unordered_map<std::string, int> index_of = BuildNodeIndex(graph_);
-  auto index = [&](const std::string& id) {
-    auto it = index_of.find(id);
-    return it == index_of.end() ? -1 : it->second;
-  };
-  // Feeds go to Placeholders only.
-  for (const auto& [id, tensor] : feeds) {
-    const Node* node = graph_.FindNode(id);
-    if (!node) return NotFound("cannot feed '" + id + "': there is no node '" + id + "'");
-    if (node->op != "Placeholder") {
-      return InvalidArgument(Who(*node) + "cannot be fed: only Placeholder nodes take feeds");
+// ---------------------------------------------------------------------------------------------
+// Prepared plans.
+// ---------------------------------------------------------------------------------------------
+
+// Everything a run needs that depends only on the graph, the feed signature and the fetches.
+// Immutable once made, so concurrent runs share it.
+struct Session::Plan {
+  GraphAnalysis analysis;                   // feed values stripped (they change between runs)
+  std::vector<Endpoint> fetches;            // resolved fetch list
+  std::vector<int> order;                   // needed nodes, producers first
+  std::vector<std::vector<int>> consumers;  // node → nodes that wait for it
+  std::vector<int> pending;                 // node → producers it waits for
+  // node → its flattened inputs as (producer, output), in schema port order.
+  std::vector<std::vector<std::pair<int, int>>> inputs;
+  // node → output → consumer input slots plus fetches: the reads before the tensor is dead.
+  std::vector<std::vector<int>> uses;
+  std::vector<char> fed;                                 // a Placeholder that takes its run's feed
+  std::vector<char> folded;                              // outputs known from analysis
+  std::vector<std::shared_ptr<const void>> states;       // PrepareNode per node
+  std::vector<std::pair<std::string, FileStamp>> files;  // files analysis read, as they were
+};
+
+// Plans are few per session (one per feed signature and fetch list); past this many the
+// session starts over rather than grow without bound.
+constexpr size_t kMaxPlans = 16;
+
+struct Session::Caches {
+  std::unordered_map<std::string, int> index;  // node id → index; fixed with the graph
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<const Plan>> plans;
+  CacheStats stats;
+  TensorFileCache files;
+};
+
+namespace {
+
+// Small integer feeds may be read by shape functions (a fed Reshape shape); their values are
+// part of the signature. Any other feed contributes its dtype and shape only.
+constexpr int64_t kMaxKeyedFeedElements = 4096;
+
+std::string PlanKey(const std::map<std::string, Tensor>& feeds,
+                    const std::vector<std::string>& fetches) {
+  std::string key;
+  for (const std::string& f : fetches) key += f + '\n';
+  key += '\x01';
+  for (const auto& [id, t] : feeds) {
+    key += id + '\n' + std::string(DTypeName(t.dtype())) + t.shape().ToString() + '\n';
+    if (!IsFloatingDType(t.dtype()) && t.num_elements() <= kMaxKeyedFeedElements) {
+      key.append(static_cast<const char*>(t.raw()), t.num_bytes());
+      key += '\n';
     }
   }
-  const GraphAnalysis analysis = AnalyzeGraph(graph_, registry_, &feeds);
+  return key;
+}
+
+// The files a node's attrs name (a Const `file`), resolved against the graph's folder.
+std::vector<std::string> FilesOf(const Node& node, const std::string& base_dir) {
+  std::vector<std::string> files;
+  auto it = node.attrs.find("file");
+  if (it != node.attrs.end() && it->is_string()) {
+    std::filesystem::path path(it->get<std::string>());
+    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+    files.push_back(path.string());
+  }
+  return files;
+}
+
+// Drops values that came from this run's feeds: a plan outlives the run.
+void StripFeedValues(std::vector<PortInfo>* ports) {
+  for (PortInfo& p : *ports) {
+    if (p.from_feed) p.value.reset();
+  }
+}
+
+}  // namespace
+
+Session::Session(Graph graph, const OpRegistry& registry)
+    : graph_(std::move(graph)), registry_(registry), caches_(std::make_shared<Caches>()) {
+  caches_->index = BuildNodeIndex(graph_);
+}
+
+int Session::IndexOf(const std::string& id) const {
+  auto it = caches_->index.find(id);
+  return it == caches_->index.end() ? -1 : it->second;
+}
+
+Session::~Session() = default;
+
+std::vector<std::string> Session::DefaultFetches() const {
+  return SinkOutputs(graph_, AnalyzeGraph(graph_, registry_), registry_);
+}
+
+Session::CacheStats Session::cache_stats() const {
+  std::lock_guard<std::mutex> lock(caches_->mu);
+  CacheStats s = caches_->stats;
+  s.plans = caches_->plans.size();
+  return s;
+}
+
+TensorFileCache& Session::file_cache() const { return caches_->files; }
+
+Expected<std::shared_ptr<const Session::Plan>> Session::GetPlan(
+    const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetches) const {
+  const std::string key = PlanKey(feeds, fetches);
+  std::shared_ptr<const Plan> plan;
+  {
+    std::lock_guard<std::mutex> lock(caches_->mu);
+    auto it = caches_->plans.find(key);
+    if (it != caches_->plans.end()) plan = it->second;
+  }
+  if (plan) {
+    bool current = true;
+    for (const auto& [path, stamp] : plan->files) {
+      Expected<FileStamp> now = StampFile(path);
+      if (!now.ok() || *now != stamp) {
+        current = false;
+        break;
+      }
+    }
+    if (current) {
+      std::lock_guard<std::mutex> lock(caches_->mu);
+      ++caches_->stats.plans_reused;
+      return plan;
+    }
+  }
+  ASSIGN_OR_RETURN(plan, MakePlan(feeds, fetches));
+  std::lock_guard<std::mutex> lock(caches_->mu);
+  ++caches_->stats.plans_made;
+  if (caches_->plans.size() >= kMaxPlans && !caches_->plans.count(key)) caches_->plans.clear();
+  caches_->plans[key] = plan;
+  return plan;
+}
+
+Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
+    const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetch_names) const {
+  const auto& nodes = graph_.nodes();
+  const size_t n = nodes.size();
+  auto index = [&](const std::string& id) { return IndexOf(id); };
+  // Feeds go to Placeholders only.
+  for (const auto& [id, tensor] : feeds) {
+    const int i = index(id);
+    if (i < 0) return NotFound("cannot feed '" + id + "': there is no node '" + id + "'");
+    const Node& node = nodes[static_cast<size_t>(i)];
+    if (node.op != "Placeholder") {
+      return InvalidArgument(Who(node) + "cannot be fed: only Placeholder nodes take feeds");
+    }
+  }
+  // Stamps first: a file that changes while it is analysed then makes the plan stale, never a
+  // plan that looks current but holds old values.
+  std::vector<std::pair<std::string, FileStamp>> files;
+  for (const Node& node : nodes) {
+    for (const std::string& path : FilesOf(node, graph_.base_dir)) {
+      Expected<FileStamp> stamp = StampFile(path);
+      if (stamp.ok()) files.emplace_back(path, *stamp);
+    }
+  }
+  auto plan = std::make_shared<Plan>();
+  plan->analysis = AnalyzeGraph(graph_, registry_, &feeds);
+  const GraphAnalysis& analysis = plan->analysis;
   // Fetches: "id" or "id:K".
   const std::vector<std::string> fetch_list =
       fetch_names.empty() ? SinkOutputs(graph_, analysis, registry_) : fetch_names;
-  std::vector<Endpoint> fetches;
   for (const std::string& f : fetch_list) {
     auto ep = Endpoint::Parse(f);
     if (!ep) return InvalidArgument("cannot fetch '" + f + "': expected \"node\" or \"node:K\"");
     if (index(ep->node) < 0)
       return NotFound("cannot fetch '" + f + "': there is no node '" + ep->node + "'");
-    fetches.push_back(*ep);
+    plan->fetches.push_back(*ep);
   }
   // The nodes the fetches need; without explicit fetches, the whole graph.
-  std::vector<bool> needed(nodes.size(), fetch_names.empty());
+  std::vector<bool> needed(n, fetch_names.empty());
   std::vector<std::string> stack;
   if (!fetch_names.empty()) {
-    for (const Endpoint& e : fetches) stack.push_back(e.node);
+    for (const Endpoint& e : plan->fetches) stack.push_back(e.node);
   }
   while (!stack.empty()) {
     const int i = index(stack.back());
@@ -162,48 +297,93 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
   }
   // Problems in needed nodes (and in fed ones) stop the run; others do not concern it.
   // The first pass finds the cause; consumers of a broken node merely cannot run.
-  for (size_t i = 0; i < nodes.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if ((needed[i] || feeds.count(nodes[i].id)) && !analysis.nodes[i].errors.empty()) {
       return InvalidArgument(Who(nodes[i]) + analysis.nodes[i].errors.front());
     }
   }
-  for (size_t i = 0; i < nodes.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if (needed[i] && nodes[i].op == "Placeholder" && !feeds.count(nodes[i].id)) {
       return InvalidArgument(Who(nodes[i]) +
                              "needs a value: it is needed by the fetched outputs but was not fed");
     }
   }
-  for (size_t i = 0; i < nodes.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if (needed[i] && !analysis.nodes[i].ok) {
       return InvalidArgument(Who(nodes[i]) + "cannot run: one of its inputs could not be inferred");
     }
   }
-  for (size_t f = 0; f < fetches.size(); ++f) {
-    const size_t i = static_cast<size_t>(index(fetches[f].node));
-    if (fetches[f].index >= static_cast<int>(analysis.nodes[i].outputs.size())) {
+  for (size_t f = 0; f < plan->fetches.size(); ++f) {
+    const size_t i = static_cast<size_t>(index(plan->fetches[f].node));
+    if (plan->fetches[f].index >= static_cast<int>(analysis.nodes[i].outputs.size())) {
       return InvalidArgument("cannot fetch '" + fetch_list[f] + "': node '" + nodes[i].id +
                              "' has " + std::to_string(analysis.nodes[i].outputs.size()) +
                              " output(s)");
     }
   }
 
-  // Schedule: a node is ready when all its producers are done.
-  std::vector<int> order;
+  // Schedule, wiring and lifetimes: a node is ready when all its producers are done; a tensor
+  // is dead when every input slot that reads it has run and no fetch names it.
+  plan->consumers.resize(n);
+  plan->pending.assign(n, 0);
+  plan->inputs.resize(n);
+  plan->uses.resize(n);
+  plan->fed.assign(n, 0);
+  plan->folded.assign(n, 0);
+  plan->states.resize(n);
   for (int i : analysis.topo_order) {
-    if (needed[static_cast<size_t>(i)]) order.push_back(i);
+    if (needed[static_cast<size_t>(i)]) plan->order.push_back(i);
   }
-  std::vector<std::vector<int>> consumers(nodes.size());
-  std::vector<int> pending(nodes.size(), 0);
-  for (int i : order) {
+  for (int i : plan->order) {
+    plan->uses[static_cast<size_t>(i)].assign(analysis.nodes[static_cast<size_t>(i)].outputs.size(),
+                                              0);
+  }
+  for (int i : plan->order) {
+    const size_t u = static_cast<size_t>(i);
+    const Node& node = nodes[u];
+    const OpSchema* schema = registry_.Find(node.op);
+    plan->fed[u] = feeds.count(node.id) ? 1 : 0;
+    plan->folded[u] = !plan->fed[u] && analysis.nodes[u].IsFolded();
+    if (plan->fed[u] || plan->folded[u]) continue;  // runs no kernel: reads no input
     std::set<int> producers;
-    for (const auto& [port, eps] : nodes[static_cast<size_t>(i)].inputs) {
-      for (const Endpoint& e : eps) producers.insert(index(e.node));
+    for (const PortDef& port : schema->inputs()) {
+      auto it = node.inputs.find(port.name);
+      if (it == node.inputs.end()) continue;
+      for (const Endpoint& e : it->second) {
+        const int p = index(e.node);
+        plan->inputs[u].emplace_back(p, e.index);
+        ++plan->uses[static_cast<size_t>(p)][static_cast<size_t>(e.index)];
+        producers.insert(p);
+      }
     }
     for (int p : producers) {
-      consumers[static_cast<size_t>(p)].push_back(i);
-      ++pending[static_cast<size_t>(i)];
+      plan->consumers[static_cast<size_t>(p)].push_back(i);
+      ++plan->pending[u];
     }
+    ASSIGN_OR_RETURN(plan->states[u], PrepareNode(*schema, analysis.nodes[u]));
   }
+  for (const Endpoint& e : plan->fetches) {
+    ++plan->uses[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)];
+  }
+  for (NodeInfo& info : plan->analysis.nodes) {
+    StripFeedValues(&info.inputs);
+    StripFeedValues(&info.outputs);
+  }
+  plan->files = std::move(files);
+  return std::shared_ptr<const Plan>(std::move(plan));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running a plan.
+// ---------------------------------------------------------------------------------------------
+
+Status Session::Run(const std::map<std::string, Tensor>& feeds,
+                    const std::vector<std::string>& fetch_names, std::vector<Tensor>* outputs,
+                    const RunOptions& options) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan_ptr, GetPlan(feeds, fetch_names));
+  const Plan& plan = *plan_ptr;
+  const auto& nodes = graph_.nodes();
+  const std::vector<int>& order = plan.order;
   if (options.observer) {
     std::vector<std::string> ids;
     for (int i : order) ids.push_back(nodes[static_cast<size_t>(i)].id);
@@ -211,6 +391,9 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
   }
 
   std::vector<std::vector<Tensor>> values(nodes.size());
+  std::vector<std::vector<int>> remaining = plan.uses;
+  std::vector<int> pending = plan.pending;
+  const bool keep_all = options.all_outputs != nullptr;
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int> ready;
@@ -223,43 +406,58 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
   std::atomic<bool> stop{false};
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
   const int total_threads = options.num_threads > 0 ? options.num_threads : DefaultNumThreads();
+  TensorFileCache* file_cache = options.file_cache ? options.file_cache : &caches_->files;
+
+  // Stores a node's outputs, then frees what no one will read any more: the inputs whose last
+  // reader this node was, and outputs that nothing reads. Caller holds `mu`.
+  auto finish = [&](size_t i, std::vector<Tensor> out) {
+    values[i] = std::move(out);
+    if (keep_all) return;
+    for (const auto& [p, k] : plan.inputs[i]) {
+      if (--remaining[static_cast<size_t>(p)][static_cast<size_t>(k)] == 0) {
+        values[static_cast<size_t>(p)][static_cast<size_t>(k)] = Tensor();
+      }
+    }
+    for (size_t k = 0; k < values[i].size() && k < plan.uses[i].size(); ++k) {
+      if (plan.uses[i][k] == 0) values[i][k] = Tensor();
+    }
+  };
 
   auto execute = [&](int idx, int threads) -> Status {
     const size_t i = static_cast<size_t>(idx);
     const Node& node = nodes[i];
-    const NodeInfo& info = analysis.nodes[i];
-    const OpSchema* schema = registry_.Find(node.op);
+    const NodeInfo& info = plan.analysis.nodes[i];
+    if (plan.fed[i]) {
+      std::lock_guard<std::mutex> lock(mu);
+      finish(i, {feeds.at(node.id)});
+      return Status::OK();
+    }
     // Values known at analysis time (constants and what folds from them) need no kernel.
-    const bool folded =
-        !info.outputs.empty() && std::all_of(info.outputs.begin(), info.outputs.end(),
-                                             [](const PortInfo& p) { return p.value != nullptr; });
-    if (folded) {
+    if (plan.folded[i]) {
       std::vector<Tensor> out;
       for (const PortInfo& p : info.outputs) out.push_back(*p.value);
       std::lock_guard<std::mutex> lock(mu);
-      values[i] = std::move(out);
+      finish(i, std::move(out));
       return Status::OK();
     }
     std::vector<const Tensor*> inputs;
     {
       std::lock_guard<std::mutex> lock(mu);
-      for (const PortDef& p : schema->inputs()) {
-        auto it = node.inputs.find(p.name);
-        if (it == node.inputs.end()) continue;
-        for (const Endpoint& e : it->second) {
-          inputs.push_back(
-              &values[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)]);
-        }
+      for (const auto& [p, k] : plan.inputs[i]) {
+        inputs.push_back(&values[static_cast<size_t>(p)][static_cast<size_t>(k)]);
       }
     }
     std::vector<Tensor> out;
     RunOptions node_options = options;
     node_options.num_threads = threads;
     node_options.stop = &stop;
-    Status s = RunNodeKernel(*schema, info, inputs, &out, node_options, graph_.base_dir);
+    node_options.file_cache = file_cache;
+    const OpSchema* schema = registry_.Find(node.op);
+    Status s = RunNodeKernel(*schema, info, inputs, &out, node_options, graph_.base_dir,
+                             plan.states[i].get());
     if (!s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu);
-    values[i] = std::move(out);
+    finish(i, std::move(out));
     return Status::OK();
   };
 
@@ -307,7 +505,7 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
         first_error = s;
         stop.store(true);
       }
-      for (int c : consumers[static_cast<size_t>(idx)]) {
+      for (int c : plan.consumers[static_cast<size_t>(idx)]) {
         if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
       }
       cv.notify_all();
@@ -332,8 +530,8 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
       (*options.all_outputs)[nodes[static_cast<size_t>(i)].id] = values[static_cast<size_t>(i)];
   }
   outputs->clear();
-  for (const Endpoint& e : fetches) {
-    outputs->push_back(values[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)]);
+  for (const Endpoint& e : plan.fetches) {
+    outputs->push_back(values[static_cast<size_t>(IndexOf(e.node))][static_cast<size_t>(e.index)]);
   }
   return Status::OK();
 }

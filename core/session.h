@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_cache.h"
 #include "core/graph.h"
 
 namespace blockflow {
@@ -40,14 +41,25 @@ struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;  // set to true to stop between and inside nodes
   const std::atomic<bool>* stop = nullptr;    // internal: set by the session after a node failed
   ExecutionObserver* observer = nullptr;
-  /// When set, receives every executed node's outputs (id → outputs).
+  /// When set, receives every executed node's outputs (id → outputs), which then all stay alive
+  /// until the run ends; otherwise each intermediate is freed once its last consumer finished.
   std::map<std::string, std::vector<Tensor>>* all_outputs = nullptr;
+  /// File-backed tensors (Const `file`) are read through this cache; null: the session's own.
+  TensorFileCache* file_cache = nullptr;
 };
 
 /// Executes graphs. Holds a copy of the graph; never modifies it.
+///
+/// The first Run for a given feed signature (each feed's id, dtype and shape, and the values of
+/// small integer feeds, which shape functions may read) and fetch list analyses the graph and
+/// keeps the result as a prepared plan: the schedule, each tensor's last use, and every node's
+/// prepared kernel state, as TensorFlow's MakeCallable does. Later Runs with the same signature
+/// skip all of that. A plan is made again when a file its analysis read (a Const `file`)
+/// changes. Run may be called from several threads at once; copies of a Session share plans.
 class Session {
  public:
   explicit Session(Graph graph, const OpRegistry& registry = OpRegistry::Global());
+  ~Session();
 
   /// Runs the graph. `fetches` are "id" or "id:K"; empty means DefaultFetches().
   /// `outputs` receives one tensor per fetch. Errors name the node and op.
@@ -57,9 +69,29 @@ class Session {
   std::vector<std::string> DefaultFetches() const;
   const Graph& graph() const { return graph_; }
 
+  /// What the session's caches have done.
+  struct CacheStats {
+    uint64_t plans_made = 0;    // runs that analysed the graph
+    uint64_t plans_reused = 0;  // runs that used a prepared plan
+    size_t plans = 0;           // plans held now
+  };
+  CacheStats cache_stats() const;
+  /// The session's cache of file-backed tensors (used unless RunOptions::file_cache is set).
+  TensorFileCache& file_cache() const;
+
  private:
+  struct Plan;
+  struct Caches;
+  // The prepared plan for this signature, made (and kept) when missing or out of date.
+  Expected<std::shared_ptr<const Plan>> GetPlan(const std::map<std::string, Tensor>& feeds,
+                                                const std::vector<std::string>& fetches) const;
+  int IndexOf(const std::string& id) const;
+  Expected<std::shared_ptr<const Plan>> MakePlan(const std::map<std::string, Tensor>& feeds,
+                                                 const std::vector<std::string>& fetches) const;
+
   Graph graph_;
   const OpRegistry& registry_;
+  std::shared_ptr<Caches> caches_;
 };
 
 /// Runs the schema's prepare function for one analysed node (null state when it has none).

@@ -1,7 +1,5 @@
 #include "core/tensor.h"
 
-#include "core/allocator.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+
+#include "core/allocator.h"
 
 namespace blockflow {
 namespace {
@@ -51,6 +51,20 @@ Status CheckAllocatable(DType dtype, const Shape& shape) {
   }
   return Status::OK();
 }
+
+namespace {
+
+// The buffer of every default-constructed (empty) tensor: non-null, never written.
+const std::shared_ptr<std::byte>& EmptyBuffer() {
+  alignas(64) static std::byte storage[64];
+  static const std::shared_ptr<std::byte> buffer(storage, [](std::byte*) {});
+  return buffer;
+}
+
+}  // namespace
+
+Tensor::Tensor()
+    : dtype_(DType::kFloat32), shape_(Shape{0}), num_elements_(0), buffer_(EmptyBuffer()) {}
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   BF_CHECK(DTypeSize(dtype_) > 0, "Tensor dtype must be valid");

@@ -27,8 +27,8 @@ struct TensorStats {
 /// A dense, row-major tensor. Copies share the buffer; use Clone() for a deep copy.
 class Tensor {
  public:
-  /// An empty float32 tensor of shape [0].
-  Tensor() : Tensor(DType::kFloat32, Shape{0}) {}
+  /// An empty float32 tensor of shape [0] (allocates nothing).
+  Tensor();
   /// A zero-filled tensor; `shape` must be fully defined and allocatable (CHECKed).
   Tensor(DType dtype, Shape shape);
   /// A zero-filled tensor, or an error when the shape is not fully defined or too large.

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "blocks/basic/basic_blocks.h"
+#include "core/file_cache.h"
 #include "core/npy.h"
 
 namespace blockflow {
@@ -92,14 +93,16 @@ Expected<PortInfo> ConstShape(const AttrMap& attrs, const std::string& base_dir)
   return PortInfo{dtype, shape, nullptr};
 }
 
-Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
+Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir,
+                           TensorFileCache* file_cache = nullptr) {
   const DType dtype = attrs.GetDType("dtype");
   const bool has_value = attrs.Has("value"), has_file = attrs.Has("file");
   if (has_value == has_file) return InvalidArgument("give exactly one of attrs 'value' and 'file'");
   if (has_file) {
     std::filesystem::path path(attrs.GetString("file"));
     if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
-    ASSIGN_OR_RETURN(Tensor t, ReadNpy(path.string(), dtype));
+    ASSIGN_OR_RETURN(Tensor t, file_cache ? file_cache->Load(path.string(), dtype)
+                                          : ReadNpy(path.string(), dtype));
     if (attrs.Has("shape") && attrs.GetShape("shape") != t.shape()) {
       return InvalidArgument("attr 'shape' " + attrs.GetShape("shape").ToString() +
                              " differs from the shape " + t.shape().ToString() + " in '" +
@@ -257,7 +260,7 @@ void RegisterSourceBlocks(OpRegistry& registry) {
                           return Status::OK();
                         })
                         .SetReferenceKernel([](KernelContext& k) {
-                          ASSIGN_OR_RETURN(Tensor t, MakeConst(*k.attrs, k.base_dir));
+                          ASSIGN_OR_RETURN(Tensor t, MakeConst(*k.attrs, k.base_dir, k.file_cache));
                           k.outputs = {std::move(t)};
                           return Status::OK();
                         }));
