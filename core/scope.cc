@@ -25,6 +25,7 @@ Output Scope::AddNode(const std::string& op,
                       const std::vector<std::pair<std::string, std::vector<Output>>>& inputs,
                       const nlohmann::json& attrs) const {
   Graph& g = state_->graph;
+  ++state_->revision;
   const std::string id = op_name_.empty() ? g.UniqueId(prefix_ + op) : prefix_ + op_name_;
   Node node;
   node.id = id;
@@ -66,8 +67,16 @@ Status ClientSession::Run(const FeedType& inputs, const std::vector<Output>& fet
   for (const auto& [out, tensor] : inputs) feeds[out.node()] = tensor;
   std::vector<std::string> fetches;
   for (const Output& o : fetch_outputs) fetches.push_back(o.name());
-  Session session(scope_.graph());
-  return session.Run(feeds, fetches, outputs, options);
+  return CurrentSession()->Run(feeds, fetches, outputs, options);
+}
+
+std::shared_ptr<const Session> ClientSession::CurrentSession() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!session_ || session_revision_ != scope_.revision()) {
+    session_ = std::make_shared<const Session>(scope_.graph());
+    session_revision_ = scope_.revision();
+  }
+  return session_;
 }
 
 }  // namespace blockflow

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -56,7 +57,13 @@ class Scope {
   Status status() const;
   /// The graph built so far.
   const Graph& graph() const { return state_->graph; }
-  Graph& graph() { return state_->graph; }
+  /// The graph, for editing in place (a ClientSession then analyses it again).
+  Graph& graph() {
+    ++state_->revision;
+    return state_->graph;
+  }
+  /// Increases with every change made through this scope or its children.
+  uint64_t revision() const { return state_->revision; }
   /// Validates the graph built so far (every error, as AnalyzeGraph).
   Status Validate() const;
 
@@ -64,13 +71,16 @@ class Scope {
   struct State {
     Graph graph;
     Status status;
+    uint64_t revision = 0;
   };
   std::shared_ptr<State> state_;
   std::string prefix_;
   std::string op_name_;
 };
 
-/// Runs a Scope's graph, as TensorFlow's ClientSession.
+/// Runs a Scope's graph, as TensorFlow's ClientSession. It keeps one Session, and with it the
+/// prepared plans, for as long as the scope's graph does not change, so a loop of Runs
+/// analyses the graph once.
 class ClientSession {
  public:
   using FeedType = std::map<Output, Tensor>;
@@ -82,7 +92,13 @@ class ClientSession {
              std::vector<Tensor>* outputs, const RunOptions& options = {}) const;
 
  private:
+  // The session for the scope's current graph, made again after the graph changed.
+  std::shared_ptr<const Session> CurrentSession() const;
+
   Scope scope_;
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const Session> session_;
+  mutable uint64_t session_revision_ = 0;
 };
 
 }  // namespace blockflow

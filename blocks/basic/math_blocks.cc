@@ -51,33 +51,63 @@ std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
 
 enum class BinaryOp { kAdd, kSub, kMul };
 
-// out[i] = x[bx(i)] op y[by(i)]; 16-bit floats computed in float and rounded once.
-template <typename T>
-void BinaryKernel(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
+// One element: 16-bit floats computed in float and rounded once; integers wrap around as in
+// TensorFlow (unsigned arithmetic: no undefined overflow).
+template <typename T, BinaryOp kOp>
+inline T Combine(T x, T y) {
   using Acc = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+  const Acc a = static_cast<Acc>(x), b = static_cast<Acc>(y);
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    const U ua = static_cast<U>(a), ub = static_cast<U>(b);
+    return static_cast<T>(kOp == BinaryOp::kAdd   ? U(ua + ub)
+                          : kOp == BinaryOp::kSub ? U(ua - ub)
+                                                  : U(ua * ub));
+  } else {
+    return T(kOp == BinaryOp::kAdd ? a + b : kOp == BinaryOp::kSub ? a - b : a * b);
+  }
+}
+
+// One innermost row: x and y each advance by 1 or stay (broadcast). The common cases get their
+// own loops so the compiler vectorises them.
+template <typename T, BinaryOp kOp>
+void Row(const T* x, int64_t sx, const T* y, int64_t sy, T* out, int64_t n) {
+  if (sx == 1 && sy == 1) {
+    for (int64_t j = 0; j < n; ++j) out[j] = Combine<T, kOp>(x[j], y[j]);
+  } else if (sx == 1 && sy == 0) {
+    const T b = y[0];
+    for (int64_t j = 0; j < n; ++j) out[j] = Combine<T, kOp>(x[j], b);
+  } else if (sx == 0 && sy == 1) {
+    const T a = x[0];
+    for (int64_t j = 0; j < n; ++j) out[j] = Combine<T, kOp>(a, y[j]);
+  } else {
+    for (int64_t j = 0; j < n; ++j) out[j] = Combine<T, kOp>(x[j * sx], y[j * sy]);
+  }
+}
+
+// out[i] = x[bx(i)] op y[by(i)], row by row along the innermost dimension; the outer
+// dimensions advance as an odometer.
+template <typename T, BinaryOp kOp>
+void BinaryKernel(const Tensor& x, const Tensor& y, Tensor& out) {
   const T* px = x.data<T>();
   const T* py = y.data<T>();
   T* po = out.data<T>();
   const Shape& shape = out.shape();
   const auto sx = BroadcastStrides(x.shape(), shape), sy = BroadcastStrides(y.shape(), shape);
   const int rank = shape.rank();
-  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  if (out.num_elements() == 0) return;
+  if (rank == 0) {
+    po[0] = Combine<T, kOp>(px[0], py[0]);
+    return;
+  }
+  const size_t last = static_cast<size_t>(rank - 1);
+  const int64_t inner = shape.dim(rank - 1);
+  const int64_t rows = out.num_elements() / inner;
+  std::vector<int64_t> index(last, 0);
   int64_t ox = 0, oy = 0;
-  for (int64_t i = 0; i < out.num_elements(); ++i) {
-    const Acc a = static_cast<Acc>(px[ox]), b = static_cast<Acc>(py[oy]);
-    if constexpr (std::is_integral_v<T>) {
-      // Integers wrap around as in TensorFlow (unsigned arithmetic: no undefined overflow).
-      using U = std::make_unsigned_t<T>;
-      const U ua = static_cast<U>(a), ub = static_cast<U>(b);
-      po[i] = static_cast<T>(op == BinaryOp::kAdd   ? U(ua + ub)
-                             : op == BinaryOp::kSub ? U(ua - ub)
-                                                    : U(ua * ub));
-    } else {
-      const Acc r = op == BinaryOp::kAdd ? a + b : op == BinaryOp::kSub ? a - b : a * b;
-      po[i] = T(r);
-    }
-    // Advance the multi-index (odometer) and the two offsets.
-    for (int d = rank - 1; d >= 0; --d) {
+  for (int64_t r = 0; r < rows; ++r) {
+    Row<T, kOp>(px + ox, sx[last], py + oy, sy[last], po + r * inner, inner);
+    for (int d = rank - 2; d >= 0; --d) {
       const size_t u = static_cast<size_t>(d);
       if (++index[u] < shape.dim(d)) {
         ox += sx[u];
@@ -88,6 +118,18 @@ void BinaryKernel(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
       oy -= sy[u] * (shape.dim(d) - 1);
       index[u] = 0;
     }
+  }
+}
+
+template <typename T>
+void BinaryKernel(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return BinaryKernel<T, BinaryOp::kAdd>(x, y, out);
+    case BinaryOp::kSub:
+      return BinaryKernel<T, BinaryOp::kSub>(x, y, out);
+    case BinaryOp::kMul:
+      return BinaryKernel<T, BinaryOp::kMul>(x, y, out);
   }
 }
 
@@ -107,7 +149,7 @@ void RegisterBinary(OpRegistry& registry, const std::string& name, BinaryOp op,
                           return Status::OK();
                         })
                         .SetReferenceKernel([op](KernelContext& k) {
-                          Tensor& out = k.AllocateOutput(0);
+                          Tensor& out = k.AllocateUninitializedOutput(0);  // every element set
                           DispatchAll(out.dtype(), [&](auto t) {
                             using T = decltype(t);
                             if constexpr (!std::is_same_v<T, bool>)

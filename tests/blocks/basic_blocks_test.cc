@@ -49,6 +49,41 @@ TEST(BasicBlocksTest, BroadcastingArithmetic) {
   EXPECT_NE(RunError(root, bad).find("cannot be broadcast"), std::string::npos);
 }
 
+// Every broadcasting pattern of rank 3 (each dimension of x and y either full or 1), checked
+// against the definition element by element; the outputs come from reused, unzeroed memory.
+TEST(BasicBlocksTest, BroadcastingMatchesTheDefinitionForEveryPattern) {
+  const int64_t full[3] = {3, 4, 5};
+  for (int mx = 0; mx < 8; ++mx) {
+    for (int my = 0; my < 8; ++my) {
+      std::vector<int64_t> dx, dy;
+      for (int d = 0; d < 3; ++d) {
+        dx.push_back(mx >> d & 1 ? 1 : full[d]);
+        dy.push_back(my >> d & 1 ? 1 : full[d]);
+      }
+      Tensor x(DType::kFloat64, Shape(dx)), y(DType::kFloat64, Shape(dy));
+      for (int64_t i = 0; i < x.num_elements(); ++i) x.SetFromDouble(i, 1 + i);
+      for (int64_t i = 0; i < y.num_elements(); ++i) y.SetFromDouble(i, 100 * (i + 1));
+      Scope root = Scope::NewRootScope();
+      Tensor z = RunOne(root, ops::Sub(root, ops::Const(root, x), ops::Const(root, y)));
+      const std::vector<int64_t> dz = {std::max(dx[0], dy[0]), std::max(dx[1], dy[1]),
+                                       std::max(dx[2], dy[2])};
+      ASSERT_EQ(z.shape(), Shape(dz)) << mx << " " << my;
+      for (int64_t a = 0; a < dz[0]; ++a) {
+        for (int64_t b = 0; b < dz[1]; ++b) {
+          for (int64_t c = 0; c < dz[2]; ++c) {
+            auto at = [&](const std::vector<int64_t>& d, int64_t i, int64_t j, int64_t k) {
+              return (d[0] == 1 ? 0 : i) * d[1] * d[2] + (d[1] == 1 ? 0 : j) * d[2] +
+                     (d[2] == 1 ? 0 : k);
+            };
+            const double want = (1 + at(dx, a, b, c)) - 100 * (at(dy, a, b, c) + 1);
+            ASSERT_EQ(z.GetAsDouble((a * dz[1] + b) * dz[2] + c), want) << mx << " " << my;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(BasicBlocksTest, HalfArithmeticRoundsOnce) {
   Scope root = Scope::NewRootScope();
   Tensor x(DType::kFloat16, Shape{1}), y(DType::kFloat16, Shape{1});

@@ -49,5 +49,22 @@ TEST(ScopeTest, DuplicateNamesAreRecorded) {
   EXPECT_FALSE(session.Run({Output("a", 0)}, &out).ok());
 }
 
+TEST(ScopeTest, ClientSessionKeepsItsPlanUntilTheScopeGrows) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root.WithOpName("x"), Tensor::FromVector<float>({1, 2, 3}));
+  auto p = ops::Placeholder(root.WithOpName("p"), DType::kFloat32, Shape{3});
+  auto sum = ops::Add(root, x, p);
+  ClientSession session(root);
+  std::vector<Tensor> out;
+  for (float v : {1.0f, 2.0f, 3.0f}) {
+    ASSERT_TRUE(session.Run({{p, Tensor::FromVector<float>({v, v, v})}}, {sum}, &out).ok());
+    EXPECT_EQ(out[0].data<float>()[2], 3.0f + v);
+  }
+  // A node added after the first run is seen by the next one.
+  auto prod = ops::Mul(root, sum, x);
+  ASSERT_TRUE(session.Run({{p, Tensor::FromVector<float>({1, 1, 1})}}, {prod}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[2], 12.0f);  // (3 + 1) * 3
+}
+
 }  // namespace
 }  // namespace blockflow
