@@ -131,6 +131,7 @@ struct Session::Plan {
   std::vector<char> folded;                              // outputs known from analysis
   std::vector<std::shared_ptr<const void>> states;       // PrepareNode per node
   std::vector<std::pair<std::string, FileStamp>> files;  // files analysis read, as they were
+  int width = 1;  // the most kernel nodes that can run at once (nodes on one dependency level)
 };
 
 // Plans are few per session (one per feed signature and fetch list); past this many the
@@ -365,6 +366,18 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
   for (const Endpoint& e : plan->fetches) {
     ++plan->uses[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)];
   }
+  // Nodes on one level (longest path from a source) never depend on each other; the widest
+  // level bounds how many workers a run can use. Fed and folded nodes take no time: level 0.
+  std::vector<int> level(n, 0);
+  std::map<int, int> per_level;
+  for (int i : plan->order) {
+    const size_t u = static_cast<size_t>(i);
+    if (plan->fed[u] || plan->folded[u]) continue;
+    for (const auto& [p, k] : plan->inputs[u]) {
+      level[u] = std::max(level[u], level[static_cast<size_t>(p)] + 1);
+    }
+    plan->width = std::max(plan->width, ++per_level[level[u]]);
+  }
   for (NodeInfo& info : plan->analysis.nodes) {
     StripFeedValues(&info.inputs);
     StripFeedValues(&info.outputs);
@@ -514,7 +527,7 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
   };
   {
     std::vector<std::thread> threads;
-    const int workers = std::max(1, std::min<int>(max_parallel, static_cast<int>(order.size())));
+    const int workers = std::max(1, std::min(max_parallel, plan.width));
     for (int t = 1; t < workers; ++t) threads.emplace_back(worker);
     worker();
     for (auto& t : threads) t.join();
