@@ -132,6 +132,7 @@ struct Session::Plan {
   std::vector<std::shared_ptr<const void>> states;       // PrepareNode per node
   std::vector<std::pair<std::string, FileStamp>> files;  // files analysis read, as they were
   int width = 1;  // the most kernel nodes that can run at once (nodes on one dependency level)
+  std::vector<int> level_size;  // node → kernel nodes on its level (it shares the cores with them)
 };
 
 // Plans are few per session (one per feed signature and fetch list); past this many the
@@ -378,6 +379,11 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
     }
     plan->width = std::max(plan->width, ++per_level[level[u]]);
   }
+  plan->level_size.assign(n, 1);
+  for (int i : plan->order) {
+    const size_t u = static_cast<size_t>(i);
+    if (!plan->fed[u] && !plan->folded[u]) plan->level_size[u] = per_level[level[u]];
+  }
   for (NodeInfo& info : plan->analysis.nodes) {
     StripFeedValues(&info.inputs);
     StripFeedValues(&info.outputs);
@@ -478,6 +484,7 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
       options.max_parallel_nodes > 0
           ? options.max_parallel_nodes
           : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
+  const int workers = std::max(1, std::min(max_parallel, plan.width));
   auto worker = [&] {
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
@@ -494,8 +501,11 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
       const int idx = ready.back();
       ready.pop_back();
       ++running;
-      // Nodes running side by side share the cores.
-      const int threads = std::max(1, total_threads / static_cast<int>(running));
+      // Nodes that can run side by side share the cores. The share is fixed by the plan, not by
+      // what happens to run at this moment, so a kernel whose summation order depends on its
+      // thread count (per-thread partial sums) gives the same bits on every run.
+      const int threads =
+          std::max(1, total_threads / std::min(workers, plan.level_size[static_cast<size_t>(idx)]));
       lock.unlock();
       const Node& node = nodes[static_cast<size_t>(idx)];
       Status s;
@@ -527,7 +537,6 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
   };
   {
     std::vector<std::thread> threads;
-    const int workers = std::max(1, std::min(max_parallel, plan.width));
     for (int t = 1; t < workers; ++t) threads.emplace_back(worker);
     worker();
     for (auto& t : threads) t.join();
