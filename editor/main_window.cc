@@ -329,13 +329,11 @@ void MainWindow::ShowResultsFor(const std::string& id) {
   }
   const Node* node = doc_->graph().FindNode(id);
   const OpSchema* schema = node ? doc_->registry().Find(node->op) : nullptr;
-  QStringList names;
-  QString data_format;
+  QStringList names, layouts;
   if (schema) {
-    for (const OutputDef& o : schema->outputs()) names << QString::fromStdString(o.name);
-    if (const AttrDef* d = schema->FindAttr("data_format")) {
-      nlohmann::json v = node->attrs.contains("data_format") ? node->attrs["data_format"] : d->default_value;
-      if (v.is_string()) data_format = QString::fromStdString(v.get<std::string>());
+    for (const OutputDef& o : schema->outputs()) {
+      names << QString::fromStdString(o.name);
+      layouts << QString::fromStdString(PortLayout(o.layout, *schema, node->attrs));
     }
   }
   QString note;
@@ -344,7 +342,7 @@ void MainWindow::ShowResultsFor(const std::string& id) {
   } else if (!r.executed.count(id)) {
     note = "constant";
   }
-  results_->ShowOutputs(QString::fromStdString(id), it->second, names, data_format, note);
+  results_->ShowOutputs(QString::fromStdString(id), it->second, names, layouts, note);
 }
 
 void MainWindow::SelectNode(const std::string& id) {

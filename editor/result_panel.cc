@@ -86,8 +86,8 @@ ResultPanel::ResultPanel(QWidget* parent) : QWidget(parent) {
   sel->setSpacing(6);
   layout_combo_ = new QComboBox;
   layout_combo_->addItems({"NHWC", "NCHW", "HWIO"});
-  layout_combo_->setToolTip("How a rank-4 tensor maps to rows and columns (from the node's data_format; "
-                            "HWIO for filters)");
+  layout_combo_->setToolTip("How a rank-4 tensor maps to rows and columns (from the output port's "
+                            "layout: the node's data_format, or HWIO for filters)");
   batch_label_ = new QLabel("batch");
   batch_spin_ = new QSpinBox;
   channel_label_ = new QLabel("channel");
@@ -142,7 +142,10 @@ ResultPanel::ResultPanel(QWidget* parent) : QWidget(parent) {
   split->setChildrenCollapsible(false);
   b->addWidget(split, 1);
 
-  connect(output_combo_, &QComboBox::currentIndexChanged, this, [this] { Refresh(); });
+  connect(output_combo_, &QComboBox::currentIndexChanged, this, [this](int k) {
+    ShowLayoutOf(k);
+    Refresh();
+  });
   connect(layout_combo_, &QComboBox::currentIndexChanged, this, [this] { Refresh(); });
   connect(batch_spin_, &QSpinBox::valueChanged, this, [this] { Refresh(); });
   connect(channel_spin_, &QSpinBox::valueChanged, this, [this] { Refresh(); });
@@ -160,7 +163,7 @@ void ResultPanel::ShowMessage(const QString& message) {
 }
 
 void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>& outputs, const QStringList& names,
-                              const QString& data_format, const QString& note) {
+                              const QStringList& layouts, const QString& note) {
   if (outputs.empty()) {
     ShowMessage(QString("No outputs of '%1' in the last run.").arg(node_id));
     return;
@@ -189,7 +192,8 @@ void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>&
       output_combo_->addItem(QString("output %1: %2").arg(i).arg(name));
     }
     output_combo_->setVisible(outputs.size() > 1);
-    layout_combo_->setCurrentText(data_format == "NCHW" ? "NCHW" : "NHWC");
+    layouts_ = layouts;
+    ShowLayoutOf(0);
     batch_spin_->setValue(0);
     channel_spin_->setValue(0);
   }
@@ -197,7 +201,16 @@ void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>&
   Refresh();
 }
 
+void ResultPanel::ShowLayoutOf(int output) {
+  QString layout;
+  if (!layouts_.isEmpty()) layout = layouts_[std::clamp<qsizetype>(output, 0, layouts_.size() - 1)];
+  const QSignalBlocker block(layout_combo_);
+  layout_combo_->setCurrentText(layout.isEmpty() ? "NHWC" : layout);
+}
+
 QString ResultPanel::StatsText() const { return stats_->text(); }
+
+QString ResultPanel::LayoutText() const { return layout_combo_->currentText(); }
 
 int ResultPanel::channel() const { return channel_spin_->value(); }
 void ResultPanel::SetChannel(int channel) { channel_spin_->setValue(channel); }
