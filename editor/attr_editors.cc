@@ -1,7 +1,5 @@
 #include "editor/attr_editors.h"
 
-#include <cmath>
-
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleValidator>
@@ -12,6 +10,7 @@
 #include <QRegularExpression>
 #include <QRegularExpressionValidator>
 #include <QToolButton>
+#include <cmath>
 #include <vector>
 
 namespace blockflow::editor {
@@ -98,9 +97,9 @@ QWidget* MakeFieldsEditor(const AttrDef& def, const nlohmann::json& shown,
 QWidget* MakeNumberListEditor(const AttrDef& def, const nlohmann::json& current,
                               const AttrEditorHost& host) {
   auto* edit = new QLineEdit(FormatNumberList(current));
-  edit->setPlaceholderText(
-      def.default_value.is_null() ? (def.type == AttrType::kShape ? "e.g. 1, 8, 8, 2" : "")
-                                  : FormatNumberList(def.default_value));
+  edit->setPlaceholderText(def.default_value.is_null()
+                               ? (def.type == AttrType::kShape ? "e.g. 1, 8, 8, 2" : "")
+                               : FormatNumberList(def.default_value));
   QObject::connect(edit, &QLineEdit::editingFinished, edit, [edit, name = def.name, host] {
     if (edit->text().trimmed().isEmpty()) {
       host.commit(name, nullptr);

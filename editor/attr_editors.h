@@ -6,12 +6,11 @@
 //   QWidget* w = MakeAttrEditor(*schema->FindAttr("strides"), node.attrs["strides"], host);
 #pragma once
 
-#include <functional>
-#include <string>
-
 #include <QString>
 #include <QWidget>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/schema.h"
 
@@ -50,11 +49,11 @@ QWidget* MakeAttrEditor(const AttrDef& def, const nlohmann::json& current,
                         const AttrEditorHost& host);
 /// A file name field: what it shows and asks.
 struct FileField {
-  QString text;         // the current file name
+  QString text;  // the current file name
   FileKind kind = FileKind::kNpy;
   QString object_name;  // of the line edit, for tests and scripts
   QString placeholder;
-  QString title;        // of the file dialog
+  QString title;  // of the file dialog
 };
 /// A line edit with a "…" button that picks a file; `commit` receives the trimmed text when
 /// editing ends or a file is picked.

@@ -1,7 +1,5 @@
 #include "editor/attribute_panel.h"
 
-#include <algorithm>
-
 #include <QApplication>
 #include <QDir>
 #include <QFileDialog>
@@ -11,6 +9,7 @@
 #include <QLineEdit>
 #include <QScrollArea>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "core/graph.h"
 #include "editor/const_value_editor.h"
@@ -72,7 +71,8 @@ QString AttributePanel::IssueText() const { return issues_ ? issues_->text() : Q
 QString AttributePanel::RelativeToGraph(const QString& path) const {
   const QString base = QString::fromStdString(doc_->graph().base_dir);
   if (base.isEmpty() || path.isEmpty()) return path;
-  return QDir(QFileInfo(base).absoluteFilePath()).relativeFilePath(QFileInfo(path).absoluteFilePath());
+  return QDir(QFileInfo(base).absoluteFilePath())
+      .relativeFilePath(QFileInfo(path).absoluteFilePath());
 }
 
 void AttributePanel::Rebuild() {
@@ -122,11 +122,14 @@ void AttributePanel::Rebuild() {
     return;
   }
   const OpSchema* schema = doc_->registry().Find(node->op);
-  QString head = QString("<span style='font-size:11pt; font-weight:bold'>%1</span>").arg(QString::fromStdString(node->op));
+  QString head = QString("<span style='font-size:11pt; font-weight:bold'>%1</span>")
+                     .arg(QString::fromStdString(node->op));
   if (schema) {
-    head += QString(" <span style='color:#8a919a'>%1</span>").arg(QString::fromStdString(schema->category()));
+    head += QString(" <span style='color:#8a919a'>%1</span>")
+                .arg(QString::fromStdString(schema->category()));
     if (!schema->doc().empty()) {
-      head += "<br><span style='color:#aeb4bc'>" + QString::fromStdString(schema->doc()).toHtmlEscaped() + "</span>";
+      head += "<br><span style='color:#aeb4bc'>" +
+              QString::fromStdString(schema->doc()).toHtmlEscaped() + "</span>";
     }
   }
   header_->setText(head);
@@ -139,9 +142,10 @@ void AttributePanel::Rebuild() {
     const bool ok = t == id_ || (IsValidNodeId(t) && !doc_->graph().FindNode(t));
     id_edit->setStyleSheet(ok ? "" : kErrorStyle);
     if (!ok) {
-      emit statusMessage(IsValidNodeId(t) ? QString("id '%1' is already used").arg(text)
-                                          : QString("invalid id '%1': use letters, digits and _ . - /").arg(text),
-                         true);
+      emit statusMessage(
+          IsValidNodeId(t) ? QString("id '%1' is already used").arg(text)
+                           : QString("invalid id '%1': use letters, digits and _ . - /").arg(text),
+          true);
     }
   });
   connect(id_edit, &QLineEdit::editingFinished, this, [this, id_edit] {

@@ -4,12 +4,11 @@
 // change is committed to the document as one undoable edit and validated at once.
 #pragma once
 
+#include <QWidget>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <QWidget>
-#include <nlohmann/json.hpp>
 
 #include "core/schema.h"
 #include "editor/attr_editors.h"

@@ -3,9 +3,8 @@
 // node's `ui.feed` relative to the graph file.
 #pragma once
 
-#include <functional>
-
 #include <QWidget>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/schema.h"

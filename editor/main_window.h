@@ -2,10 +2,9 @@
 // attributes and results on the right; menus, toolbar, status bar, file handling and runs.
 #pragma once
 
+#include <QMainWindow>
 #include <functional>
 #include <string>
-
-#include <QMainWindow>
 
 class QAction;
 class QLabel;

@@ -2,10 +2,9 @@
 // 2-D slice (batch/channel selectors, layout from the output port's schema) and a value table.
 #pragma once
 
-#include <vector>
-
 #include <QImage>
 #include <QWidget>
+#include <vector>
 
 #include "core/tensor.h"
 #include "editor/tensor_view.h"
@@ -29,8 +28,8 @@ class ResultPanel : public QWidget {
   /// Shows a node's outputs. `names` and `layouts` describe the outputs in schema order (the
   /// last entry repeats for variadic outputs); a layout ("NHWC", "NCHW", "HWIO"; "" for NHWC)
   /// is the one shown first for a rank-4 output.
-  void ShowOutputs(const QString& node_id, const std::vector<Tensor>& outputs, const QStringList& names,
-                   const QStringList& layouts, const QString& note);
+  void ShowOutputs(const QString& node_id, const std::vector<Tensor>& outputs,
+                   const QStringList& names, const QStringList& layouts, const QString& note);
   /// Shows a message instead of results.
   void ShowMessage(const QString& message);
 

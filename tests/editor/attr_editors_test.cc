@@ -1,14 +1,13 @@
 // The single-attribute editors and number-list parsing, built from hand-made AttrDefs.
-#include <gtest/gtest.h>
+#include "editor/attr_editors.h"
 
-#include <memory>
-#include <utility>
-#include <vector>
+#include <gtest/gtest.h>
 
 #include <QLineEdit>
 #include <QToolButton>
-
-#include "editor/attr_editors.h"
+#include <memory>
+#include <utility>
+#include <vector>
 
 namespace blockflow::editor {
 namespace {

@@ -1,6 +1,8 @@
 // The attribute panel: editors generated from the schema facts alone (a block registered
 // only here, MaxPool, gets them with no editor code naming it), visibility rules, the node id,
 // the value and feed editors, and refreshes after undo.
+#include "editor/attribute_panel.h"
+
 #include <gtest/gtest.h>
 
 #include <QApplication>
@@ -8,7 +10,6 @@
 #include <QLineEdit>
 #include <QTest>
 
-#include "editor/attribute_panel.h"
 #include "editor/graph_document.h"
 #include "editor/graph_scene.h"
 #include "editor/graph_view.h"
@@ -119,7 +120,6 @@ TEST_F(AttributePanelTest, UndoRefreshesPanelPortsAndBadges) {
   EXPECT_EQ(dtype->currentText(), "float32");
   EXPECT_EQ(window_.attributes()->node_id(), "b");
 }
-
 
 // MaxPool is registered by this test alone: nothing in the editor names it or its attributes.
 void RegisterMaxPoolOnce() {

@@ -1,5 +1,7 @@
 // The main window as a whole: panels following selection, undo and runs, shortcuts, the title,
 // opening bad files, and copy/paste between graphs in different folders.
+#include "editor/main_window.h"
+
 #include <gtest/gtest.h>
 
 #include <QApplication>
@@ -16,7 +18,6 @@
 #include "editor/graph_document.h"
 #include "editor/graph_scene.h"
 #include "editor/graph_view.h"
-#include "editor/main_window.h"
 #include "editor/palette_widget.h"
 #include "editor/result_panel.h"
 #include "editor/run_controller.h"
@@ -143,10 +144,13 @@ TEST_F(MainWindowTest, CyclesUnknownOpsAndMissingNpyAreShownAndRunFails) {
 TEST_F(MainWindowTest, PasteFromAnotherFolderKeepsFileNamesRight) {
   QTemporaryDir dir;
   ASSERT_TRUE(QDir(dir.path()).mkpath("one/data") && QDir(dir.path()).mkpath("two"));
-  ASSERT_TRUE(WriteNpy(dir.filePath("one/data/w.npy").toStdString(), Tensor::FromVector<float>({1, 2})).ok());
+  ASSERT_TRUE(
+      WriteNpy(dir.filePath("one/data/w.npy").toStdString(), Tensor::FromVector<float>({1, 2}))
+          .ok());
   WriteText(dir.filePath("one/g.json"), R"({"format": "blockflow.graph", "version": 1, "nodes": [
     {"id": "w", "op": "Const", "attrs": {"dtype": "float32", "file": "data/w.npy"}}]})");
-  WriteText(dir.filePath("two/h.json"), R"({"format": "blockflow.graph", "version": 1, "nodes": []})");
+  WriteText(dir.filePath("two/h.json"),
+            R"({"format": "blockflow.graph", "version": 1, "nodes": []})");
   ASSERT_TRUE(window_.OpenFile(dir.filePath("one/g.json")));
   window_.SelectNode("w");
   QTest::keyClick(window_.view(), Qt::Key_C, Qt::ControlModifier);

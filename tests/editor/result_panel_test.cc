@@ -1,5 +1,7 @@
 // The result panel: statistics, heatmap and table of a node's outputs, huge and empty tensors,
 // the layout each output is shown in first, and the kept selectors across layout-only edits.
+#include "editor/result_panel.h"
+
 #include <gtest/gtest.h>
 
 #include <QApplication>
@@ -9,7 +11,6 @@
 
 #include "editor/graph_document.h"
 #include "editor/main_window.h"
-#include "editor/result_panel.h"
 #include "editor/run_controller.h"
 #include "test_util.h"
 
