@@ -79,8 +79,8 @@ QWidget* MakeConstValueEditor(const AttrDef& value_def, const AttrDef& file_def,
   };
   QObject::connect(edit, &QLineEdit::editingFinished, edit, commit);
   QObject::connect(browse, &QToolButton::clicked, edit,
-                   [edit, commit, host, kind = file_def.file_kind] {
-                     const QString f = host.choose_file("Const value", kind);
+                   [edit, commit, host, value_name, kind = file_def.file_kind] {
+                     const QString f = host.choose_file(QString::fromStdString(value_name), kind);
                      if (f.isEmpty()) return;
                      edit->setText(f);
                      commit();
