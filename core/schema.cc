@@ -30,6 +30,28 @@ std::string_view AttrTypeName(AttrType type) {
   return "any";
 }
 
+std::string_view LayoutRoleName(LayoutRole role) {
+  switch (role) {
+    case LayoutRole::kNone:
+      return "";
+    case LayoutRole::kActivation:
+      return "activation";
+    case LayoutRole::kFilter:
+      return "filter";
+  }
+  return "";
+}
+
+std::string_view FileKindName(FileKind kind) {
+  switch (kind) {
+    case FileKind::kNone:
+      return "";
+    case FileKind::kNpy:
+      return "npy";
+  }
+  return "";
+}
+
 // ---- AttrMap ----
 
 const nlohmann::json& AttrMap::Get(const std::string& name) const {
@@ -114,16 +136,19 @@ Tensor& KernelContext::AllocateUninitializedOutput(int i) {
 
 OpSchema& OpSchema::Input(std::string name, std::vector<DType> dtypes, std::string doc) {
   inputs_.push_back(PortDef{std::move(name), std::move(dtypes), std::move(doc), false});
+  last_added_ = Added::kInput;
   return *this;
 }
 
 OpSchema& OpSchema::InputList(std::string name, std::vector<DType> dtypes, std::string doc) {
   inputs_.push_back(PortDef{std::move(name), std::move(dtypes), std::move(doc), true});
+  last_added_ = Added::kInput;
   return *this;
 }
 
 OpSchema& OpSchema::Output(std::string name, std::vector<DType> dtypes, std::string doc) {
   outputs_.push_back(OutputDef{std::move(name), std::move(dtypes), std::move(doc)});
+  last_added_ = Added::kOutput;
   return *this;
 }
 
@@ -135,6 +160,7 @@ OpSchema& OpSchema::Attr(std::string name, AttrType type, nlohmann::json default
   def.default_value = std::move(default_value);
   def.doc = std::move(doc);
   attrs_.push_back(std::move(def));
+  last_added_ = Added::kAttr;
   return *this;
 }
 
@@ -145,6 +171,7 @@ OpSchema& OpSchema::RequiredAttr(std::string name, AttrType type, std::string do
   def.required = true;
   def.doc = std::move(doc);
   attrs_.push_back(std::move(def));
+  last_added_ = Added::kAttr;
   return *this;
 }
 
@@ -158,6 +185,55 @@ OpSchema& OpSchema::EnumAttr(std::string name, std::vector<std::string> allowed,
   if (!def.required) def.default_value = default_value;
   def.doc = std::move(doc);
   attrs_.push_back(std::move(def));
+  last_added_ = Added::kAttr;
+  return *this;
+}
+
+OpSchema& OpSchema::Length(int n) {
+  BF_CHECK(last_added_ == Added::kAttr, name_ + ": Length() must follow an attribute");
+  AttrDef& def = attrs_.back();
+  BF_CHECK(def.type == AttrType::kInts || def.type == AttrType::kFloats,
+           name_ + "." + def.name + ": Length() needs a list attribute");
+  BF_CHECK(n > 0, name_ + "." + def.name + ": Length() must be positive");
+  def.length = n;
+  return *this;
+}
+
+OpSchema& OpSchema::VisibleWhen(std::string attr, std::string value) {
+  BF_CHECK(last_added_ == Added::kAttr, name_ + ": VisibleWhen() must follow an attribute");
+  BF_CHECK(FindAttr(attr) != nullptr && attr != attrs_.back().name,
+           name_ + "." + attrs_.back().name + ": VisibleWhen() names no earlier attribute '" +
+               attr + "'");
+  attrs_.back().visible_when = blockflow::VisibleWhen{std::move(attr), std::move(value)};
+  return *this;
+}
+
+OpSchema& OpSchema::FileKind(blockflow::FileKind kind, std::string alternative_to) {
+  BF_CHECK(last_added_ == Added::kAttr, name_ + ": FileKind() must follow an attribute");
+  AttrDef& def = attrs_.back();
+  BF_CHECK(def.type == AttrType::kString,
+           name_ + "." + def.name + ": FileKind() needs a string attribute");
+  BF_CHECK(
+      alternative_to.empty() || FindAttr(alternative_to) != nullptr,
+      name_ + "." + def.name + ": FileKind() names no earlier attribute '" + alternative_to + "'");
+  def.file_kind = kind;
+  def.alternative_to = std::move(alternative_to);
+  return *this;
+}
+
+OpSchema& OpSchema::Layout(LayoutRole role) {
+  if (last_added_ == Added::kInput) {
+    inputs_.back().layout = role;
+  } else {
+    BF_CHECK(last_added_ == Added::kOutput, name_ + ": Layout() must follow a port");
+    outputs_.back().layout = role;
+  }
+  return *this;
+}
+
+OpSchema& OpSchema::FedFrom(blockflow::FileKind kind) {
+  BF_CHECK(last_added_ == Added::kOutput, name_ + ": FedFrom() must follow an output");
+  outputs_.back().feed_file = kind;
   return *this;
 }
 
@@ -264,6 +340,37 @@ Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value) {
       break;
   }
   return Status::OK();
+}
+
+bool AttrIsVisible(const OpSchema& schema, const AttrDef& def, const nlohmann::json& attrs) {
+  if (def.visible_when.attr.empty()) return true;
+  const std::string& name = def.visible_when.attr;
+  nlohmann::json value;
+  if (attrs.is_object() && attrs.contains(name)) {
+    value = attrs[name];
+  } else if (const AttrDef* controlling = schema.FindAttr(name)) {
+    value = controlling->default_value;
+  }
+  return value.is_string() && value.get<std::string>() == def.visible_when.value;
+}
+
+std::string PortLayout(LayoutRole role, const OpSchema& schema, const nlohmann::json& attrs) {
+  switch (role) {
+    case LayoutRole::kNone:
+      return "";
+    case LayoutRole::kFilter:
+      return "HWIO";
+    case LayoutRole::kActivation: {
+      nlohmann::json format;
+      if (attrs.is_object() && attrs.contains("data_format")) {
+        format = attrs["data_format"];
+      } else if (const AttrDef* def = schema.FindAttr("data_format")) {
+        format = def->default_value;
+      }
+      return format.is_string() && format.get<std::string>() == "NCHW" ? "NCHW" : "NHWC";
+    }
+  }
+  return "";
 }
 
 }  // namespace blockflow

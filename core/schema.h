@@ -32,12 +32,27 @@ enum class AttrType { kInt, kFloat, kBool, kString, kEnum, kInts, kFloats, kDTyp
 /// "int", "float", "bool", "string", "enum", "ints", "floats", "dtype", "shape", "any".
 std::string_view AttrTypeName(AttrType type);
 
+/// How a view lays out a rank-4 tensor on a port.
+enum class LayoutRole {
+  kNone,        // no fixed layout (a view shows it as NHWC)
+  kActivation,  // NHWC or NCHW, as the node's `data_format` attr says (NHWC without one)
+  kFilter,      // HWIO: [height, width, in_channels, out_channels]
+};
+/// "", "activation", "filter".
+std::string_view LayoutRoleName(LayoutRole role);
+
+/// What kind of file a string attribute (or a run-time feed) names.
+enum class FileKind { kNone, kNpy };
+/// "", "npy".
+std::string_view FileKindName(FileKind kind);
+
 /// An input port: name, allowed dtypes, doc. A list port takes any number of tensors.
 struct PortDef {
   std::string name;
   std::vector<DType> dtypes;
   std::string doc;
   bool is_list = false;
+  LayoutRole layout = LayoutRole::kNone;
 };
 
 /// An output port. When the schema's outputs are variadic, the last one repeats.
@@ -45,9 +60,19 @@ struct OutputDef {
   std::string name;
   std::vector<DType> dtypes;
   std::string doc;
+  LayoutRole layout = LayoutRole::kNone;
+  /// Not kNone: the tensor is fed when the graph runs, and a file of this kind can hold it.
+  FileKind feed_file = FileKind::kNone;
 };
 
-/// An attribute: name, type, default (null when required), allowed values (enums), doc.
+/// An attribute that only means something while attribute `attr` has the value `value`.
+struct VisibleWhen {
+  std::string attr;   // empty: always
+  std::string value;  // compared with the string value of `attr` (given or default)
+};
+
+/// An attribute: name, type, default (null when required), allowed values (enums), doc, and
+/// the facts that editors and importers read instead of knowing blocks by name.
 struct AttrDef {
   std::string name;
   AttrType type = AttrType::kAny;
@@ -55,6 +80,15 @@ struct AttrDef {
   bool required = false;
   std::vector<std::string> allowed;  // kEnum only
   std::string doc;
+  /// kInts, kFloats: the number of values the list holds when given (0: any). The block's own
+  /// checks enforce it; editors give one field per value.
+  int length = 0;
+  VisibleWhen visible_when;
+  /// kString: the attribute names a file of this kind, relative to the graph file.
+  FileKind file_kind = FileKind::kNone;
+  /// With a file kind: the attribute whose value the file gives instead; exactly one of the
+  /// two is set (Const: `file` instead of `value`). Editors show the pair as one value editor.
+  std::string alternative_to;
 };
 
 /// A node's attributes with defaults filled in; typed getters CHECK the (already validated) type.
@@ -214,6 +248,17 @@ class OpSchema {
   /// A string attribute restricted to `allowed`; an empty default makes it required.
   OpSchema& EnumAttr(std::string name, std::vector<std::string> allowed, std::string default_value,
                      std::string doc = "");
+  /// The last attribute added holds exactly `n` values when given (lists only).
+  OpSchema& Length(int n);
+  /// The last attribute added applies only while attribute `attr` is `value`.
+  OpSchema& VisibleWhen(std::string attr, std::string value);
+  /// The last attribute added names a file of `kind`; with `alternative_to`, the file gives
+  /// that attribute's value instead (exactly one of the two is set).
+  OpSchema& FileKind(blockflow::FileKind kind, std::string alternative_to = "");
+  /// The layout of the last port added (input or output).
+  OpSchema& Layout(LayoutRole role);
+  /// The last output added is fed at run time; a file of `kind` can hold the fed tensor.
+  OpSchema& FedFrom(blockflow::FileKind kind);
   /// Input ports (and the outputs' dtype) that must share one dtype, TensorFlow's `T`.
   OpSchema& SameDType(std::vector<std::string> ports) {
     same_dtype_ = std::move(ports);
@@ -277,6 +322,7 @@ class OpSchema {
   ShapeFn shape_fn_;
   KernelFn kernel_, reference_kernel_;
   PrepareFn prepare_;
+  enum class Added { kNothing, kInput, kOutput, kAttr } last_added_ = Added::kNothing;
 };
 
 /// Name → schema. The process-wide registry is filled by blocks::RegisterBuiltinBlocks().
@@ -297,5 +343,13 @@ class OpRegistry {
 
 /// Checks one attribute value against its definition; the message names the attr, value and rule.
 Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value);
+
+/// Whether attribute `def` of `schema` applies to a node with `attrs`: its visible_when holds
+/// for the controlling attribute's value, given in `attrs` or its default.
+bool AttrIsVisible(const OpSchema& schema, const AttrDef& def, const nlohmann::json& attrs);
+
+/// The layout of a rank-4 tensor on a port with `role`, for a node of `schema` with `attrs`:
+/// "NHWC", "NCHW" (the `data_format` attr, given or default), "HWIO", or "" for kNone.
+std::string PortLayout(LayoutRole role, const OpSchema& schema, const nlohmann::json& attrs);
 
 }  // namespace blockflow

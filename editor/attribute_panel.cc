@@ -1,96 +1,22 @@
 #include "editor/attribute_panel.h"
 
-#include <cmath>
-
 #include <QApplication>
-#include <QCheckBox>
-#include <QComboBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
-#include <QHBoxLayout>
-#include <QIntValidator>
 #include <QLabel>
 #include <QLineEdit>
-#include <QRegularExpression>
-#include <QRegularExpressionValidator>
 #include <QScrollArea>
-#include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "core/graph.h"
+#include "editor/const_value_editor.h"
+#include "editor/feed_editor.h"
 #include "editor/graph_document.h"
 
 namespace blockflow::editor {
-
-namespace {
-
-const char* kErrorStyle = "QLineEdit { border: 1px solid #e5484d; }";
-
-bool IsFourInts(const AttrDef& def) {
-  if (def.type != AttrType::kInts) return false;
-  if (def.default_value.is_array()) return def.default_value.size() == 4;
-  return def.name == "strides" || def.name == "dilations";
-}
-
-QString JsonText(const nlohmann::json& v) {
-  if (v.is_null()) return {};
-  if (v.is_string()) return QString::fromStdString(v.get<std::string>());
-  return QString::fromStdString(v.dump());
-}
-
-QString AttrTooltip(const AttrDef& def) {
-  QString tip = QString("<b>%1</b> (%2)").arg(QString::fromStdString(def.name),
-                                              QString::fromStdString(std::string(AttrTypeName(def.type))));
-  if (!def.doc.empty()) tip += "<br>" + QString::fromStdString(def.doc).toHtmlEscaped();
-  if (def.required) {
-    tip += "<br><i>required</i>";
-  } else if (!def.default_value.is_null()) {
-    tip += "<br><i>default:</i> " + QString::fromStdString(def.default_value.dump()).toHtmlEscaped();
-  }
-  if (!def.allowed.empty()) {
-    QStringList a;
-    for (const auto& s : def.allowed) a << QString::fromStdString(s);
-    tip += "<br><i>one of:</i> " + a.join(", ");
-  }
-  return tip;
-}
-
-}  // namespace
-
-nlohmann::json ParseNumberList(const QString& text, QString* error) {
-  nlohmann::json out = nlohmann::json::array();
-  static const QRegularExpression kSep("[,\\s\\[\\]]+");
-  static const QRegularExpression kInt("^[+-]?\\d+$");
-  for (const QString& tok : text.split(kSep, Qt::SkipEmptyParts)) {
-    bool ok = false;
-    if (kInt.match(tok).hasMatch()) {
-      const qlonglong v = tok.toLongLong(&ok);
-      if (ok) out.push_back(static_cast<int64_t>(v));
-    } else {
-      const double v = tok.toDouble(&ok);
-      if (ok && !std::isfinite(v)) {
-        // JSON has no NaN or Inf: the graph file would get null and no longer load.
-        if (error) *error = QString("'%1' is not a finite number (a graph file cannot hold it)").arg(tok);
-        return nullptr;
-      }
-      if (ok) out.push_back(v);
-    }
-    if (!ok) {
-      if (error) *error = QString("'%1' is not a number").arg(tok);
-      return nullptr;
-    }
-  }
-  return out;
-}
-
-QString FormatNumberList(const nlohmann::json& values) {
-  if (!values.is_array()) return JsonText(values);
-  QStringList parts;
-  for (const auto& v : values) parts << QString::fromStdString(v.dump());
-  return parts.join(", ");
-}
 
 AttributePanel::AttributePanel(GraphDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
   auto* layout = new QVBoxLayout(this);
@@ -137,7 +63,7 @@ QWidget* AttributePanel::EditorFor(const std::string& name) const {
 
 bool AttributePanel::IsRowVisible(const std::string& name) const {
   QWidget* w = EditorFor(name);
-  return w && !w->isHidden();
+  return w && !hidden_rows_.count(name);
 }
 
 QString AttributePanel::IssueText() const { return issues_ ? issues_->text() : QString(); }
@@ -145,7 +71,8 @@ QString AttributePanel::IssueText() const { return issues_ ? issues_->text() : Q
 QString AttributePanel::RelativeToGraph(const QString& path) const {
   const QString base = QString::fromStdString(doc_->graph().base_dir);
   if (base.isEmpty() || path.isEmpty()) return path;
-  return QDir(QFileInfo(base).absoluteFilePath()).relativeFilePath(QFileInfo(path).absoluteFilePath());
+  return QDir(QFileInfo(base).absoluteFilePath())
+      .relativeFilePath(QFileInfo(path).absoluteFilePath());
 }
 
 void AttributePanel::Rebuild() {
@@ -157,6 +84,7 @@ void AttributePanel::Rebuild() {
     }
   }
   editors_.clear();
+  hidden_rows_.clear();
   auto* scroll = findChild<QScrollArea*>("attr_scroll");
   // Rebuilds often happen inside a signal of one of the old editors: retire them later.
   if (QWidget* old = scroll->widget()) {
@@ -194,11 +122,14 @@ void AttributePanel::Rebuild() {
     return;
   }
   const OpSchema* schema = doc_->registry().Find(node->op);
-  QString head = QString("<span style='font-size:11pt; font-weight:bold'>%1</span>").arg(QString::fromStdString(node->op));
+  QString head = QString("<span style='font-size:11pt; font-weight:bold'>%1</span>")
+                     .arg(QString::fromStdString(node->op));
   if (schema) {
-    head += QString(" <span style='color:#8a919a'>%1</span>").arg(QString::fromStdString(schema->category()));
+    head += QString(" <span style='color:#8a919a'>%1</span>")
+                .arg(QString::fromStdString(schema->category()));
     if (!schema->doc().empty()) {
-      head += "<br><span style='color:#aeb4bc'>" + QString::fromStdString(schema->doc()).toHtmlEscaped() + "</span>";
+      head += "<br><span style='color:#aeb4bc'>" +
+              QString::fromStdString(schema->doc()).toHtmlEscaped() + "</span>";
     }
   }
   header_->setText(head);
@@ -211,9 +142,10 @@ void AttributePanel::Rebuild() {
     const bool ok = t == id_ || (IsValidNodeId(t) && !doc_->graph().FindNode(t));
     id_edit->setStyleSheet(ok ? "" : kErrorStyle);
     if (!ok) {
-      emit statusMessage(IsValidNodeId(t) ? QString("id '%1' is already used").arg(text)
-                                          : QString("invalid id '%1': use letters, digits and _ . - /").arg(text),
-                         true);
+      emit statusMessage(
+          IsValidNodeId(t) ? QString("id '%1' is already used").arg(text)
+                           : QString("invalid id '%1': use letters, digits and _ . - /").arg(text),
+          true);
     }
   });
   connect(id_edit, &QLineEdit::editingFinished, this, [this, id_edit] {
@@ -234,29 +166,7 @@ void AttributePanel::Rebuild() {
   form_->addRow("id", id_edit);
   editors_["id"] = id_edit;
 
-  if (schema) {
-    const bool is_const = node->op == "Const";
-    for (const AttrDef& def : schema->attrs()) {
-      if (is_const && (def.name == "value" || def.name == "file")) continue;
-      const nlohmann::json current = node->attrs.contains(def.name) ? node->attrs[def.name] : nlohmann::json();
-      QWidget* editor = MakeEditor(def, current);
-      editor->setToolTip(AttrTooltip(def));
-      auto* label = new QLabel(QString::fromStdString(def.name) + (def.required ? " *" : ""));
-      label->setToolTip(AttrTooltip(def));
-      form_->addRow(label, editor);
-      editors_[def.name] = editor;
-    }
-    if (is_const) {
-      QWidget* w = MakeConstValueEditor();
-      form_->addRow("value", w);
-      editors_["value"] = w;
-    }
-    if (node->op == "Placeholder") {
-      QWidget* w = MakeFeedEditor();
-      form_->addRow("feed", w);
-      editors_["feed"] = w;
-    }
-  }
+  if (schema) AddAttrRows(*schema, *node);
   UpdateIssues();
   UpdateVisibility();
   if (!focused.empty()) {
@@ -264,247 +174,68 @@ void AttributePanel::Rebuild() {
   }
 }
 
-QWidget* AttributePanel::MakeEditor(const AttrDef& def, const nlohmann::json& current) {
-  const std::string name = def.name;
-  const nlohmann::json shown = current.is_null() ? def.default_value : current;
-  switch (def.type) {
-    case AttrType::kEnum:
-    case AttrType::kDType: {
-      auto* combo = new QComboBox;
-      QStringList items;
-      if (def.type == AttrType::kEnum) {
-        for (const auto& a : def.allowed) items << QString::fromStdString(a);
-      } else {
-        for (DType d : AllDTypes()) items << QString::fromStdString(std::string(DTypeName(d)));
-      }
-      if (shown.is_null()) items.prepend("");
-      combo->addItems(items);
-      if (shown.is_string()) combo->setCurrentText(QString::fromStdString(shown.get<std::string>()));
-      connect(combo, &QComboBox::activated, this, [this, combo, name] {
-        const QString t = combo->currentText();
-        Commit(name, t.isEmpty() ? nlohmann::json() : nlohmann::json(t.toStdString()));
-      });
-      return combo;
+void AttributePanel::AddAttrRows(const OpSchema& schema, const Node& node) {
+  const AttrEditorHost host = Host();
+  for (const AttrDef& def : schema.attrs()) {
+    const bool has_file_alternative =
+        std::any_of(schema.attrs().begin(), schema.attrs().end(),
+                    [&](const AttrDef& other) { return other.alternative_to == def.name; });
+    if (has_file_alternative) continue;  // its row is the file attribute's value editor
+    QWidget* editor;
+    QString label_text = QString::fromStdString(def.name);
+    if (!def.alternative_to.empty()) {
+      const AttrDef* value = schema.FindAttr(def.alternative_to);
+      editor = MakeConstValueEditor(*value, def, node.attrs, host);
+      editor->setToolTip(AttrTooltip(*value) + "<br><br>" + AttrTooltip(def));
+      label_text = QString::fromStdString(value->name);
+      editors_[value->name] = editor;
+    } else {
+      const nlohmann::json current =
+          node.attrs.contains(def.name) ? node.attrs[def.name] : nlohmann::json();
+      editor = MakeAttrEditor(def, current, host);
+      editor->setToolTip(AttrTooltip(def));
+      if (def.required) label_text += " *";
     }
-    case AttrType::kBool: {
-      auto* box = new QCheckBox;
-      box->setChecked(shown.is_boolean() && shown.get<bool>());
-      connect(box, &QCheckBox::toggled, this, [this, name](bool on) { Commit(name, on); });
-      return box;
-    }
-    case AttrType::kInts:
-      if (IsFourInts(def)) {
-        auto* w = new QWidget;
-        auto* h = new QHBoxLayout(w);
-        h->setContentsMargins(0, 0, 0, 0);
-        h->setSpacing(4);
-        std::vector<QLineEdit*> fields;
-        for (int i = 0; i < 4; ++i) {
-          auto* f = new QLineEdit;
-          f->setValidator(new QIntValidator(f));
-          f->setAlignment(Qt::AlignCenter);
-          f->setMinimumWidth(36);
-          if (shown.is_array() && static_cast<int>(shown.size()) > i && shown[static_cast<size_t>(i)].is_number()) {
-            f->setText(QString::number(shown[static_cast<size_t>(i)].get<int64_t>()));
-          }
-          f->setObjectName(QString("%1_%2").arg(QString::fromStdString(name)).arg(i));
-          h->addWidget(f);
-          fields.push_back(f);
-        }
-        for (QLineEdit* f : fields) {
-          connect(f, &QLineEdit::editingFinished, this, [this, fields, name] {
-            nlohmann::json v = nlohmann::json::array();
-            int empty = 0;
-            for (QLineEdit* g : fields) {
-              if (g->text().isEmpty()) {
-                ++empty;
-              } else {
-                v.push_back(g->text().toLongLong());
-              }
-            }
-            if (empty == 4) {
-              Commit(name, nullptr);
-            } else if (empty == 0) {
-              Commit(name, v);
-            } else {
-              emit statusMessage(QString("%1 needs 4 integers").arg(QString::fromStdString(name)), true);
-            }
-          });
-        }
-        return w;
-      }
-      [[fallthrough]];
-    case AttrType::kShape:
-    case AttrType::kFloats: {
-      auto* edit = new QLineEdit(FormatNumberList(current));
-      edit->setPlaceholderText(def.default_value.is_null() ? (def.type == AttrType::kShape ? "e.g. 1, 8, 8, 2" : "")
-                                                           : FormatNumberList(def.default_value));
-      connect(edit, &QLineEdit::editingFinished, this, [this, edit, name] {
-        if (edit->text().trimmed().isEmpty()) {
-          Commit(name, nullptr);
-          return;
-        }
-        QString err;
-        nlohmann::json v = ParseNumberList(edit->text(), &err);
-        if (v.is_null()) {
-          edit->setStyleSheet(kErrorStyle);
-          emit statusMessage(QString("%1: %2").arg(QString::fromStdString(name), err), true);
-          return;
-        }
-        edit->setStyleSheet("");
-        Commit(name, v);
-      });
-      return edit;
-    }
-    case AttrType::kInt:
-    case AttrType::kFloat:
-    case AttrType::kString:
-    case AttrType::kAny:
-    default: {
-      const AttrType type = def.type;
-      auto* edit = new QLineEdit(JsonText(current));
-      edit->setPlaceholderText(JsonText(def.default_value));
-      if (type == AttrType::kInt) {
-        edit->setValidator(new QRegularExpressionValidator(QRegularExpression("[+-]?\\d*"), edit));
-      }
-      connect(edit, &QLineEdit::editingFinished, this, [this, edit, name, type] {
-        const QString t = edit->text().trimmed();
-        if (t.isEmpty()) {
-          Commit(name, nullptr);
-          return;
-        }
-        nlohmann::json v;
-        bool ok = true;
-        if (type == AttrType::kInt) {
-          v = static_cast<int64_t>(t.toLongLong(&ok));
-        } else if (type == AttrType::kFloat) {
-          const double d = t.toDouble(&ok);
-          ok = ok && std::isfinite(d);  // JSON has no NaN or Inf
-          v = d;
-        } else if (type == AttrType::kString) {
-          v = t.toStdString();
-        } else {
-          v = nlohmann::json::parse(t.toStdString(), nullptr, /*allow_exceptions=*/false);
-          ok = !v.is_discarded();
-        }
-        edit->setStyleSheet(ok ? "" : kErrorStyle);
-        if (!ok) {
-          emit statusMessage(QString("%1: '%2' is not a valid %3")
-                                 .arg(QString::fromStdString(name), t,
-                                      QString::fromStdString(std::string(AttrTypeName(type)))),
-                             true);
-          return;
-        }
-        Commit(name, v);
-      });
-      return edit;
-    }
+    auto* label = new QLabel(label_text);
+    label->setToolTip(editor->toolTip());
+    form_->addRow(label, editor);
+    editors_[def.name] = editor;
+  }
+  for (const OutputDef& out : schema.outputs()) {
+    if (out.feed_file == FileKind::kNone) continue;
+    QWidget* w = MakeFeedEditor(
+        node.ui, out.feed_file,
+        [this](const QString& name) {
+          const Status st = doc_->SetUiValue(
+              id_, "feed", name.isEmpty() ? nlohmann::json() : nlohmann::json(name.toStdString()));
+          if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
+        },
+        host);
+    form_->addRow("feed", w);
+    editors_["feed"] = w;
+    break;  // one feed per node (ui.feed)
   }
 }
 
-QWidget* AttributePanel::MakeConstValueEditor() {
-  const Node* node = doc_->graph().FindNode(id_);
-  auto* w = new QWidget;
-  auto* h = new QHBoxLayout(w);
-  h->setContentsMargins(0, 0, 0, 0);
-  h->setSpacing(4);
-  auto* mode = new QComboBox;
-  mode->addItems({"values", "fill", ".npy file"});
-  mode->setObjectName("value_mode");
-  auto* edit = new QLineEdit;
-  edit->setObjectName("value_text");
-  auto* browse = new QToolButton;
-  browse->setText("…");
-  browse->setToolTip("Choose a .npy file");
-  h->addWidget(mode);
-  h->addWidget(edit, 1);
-  h->addWidget(browse);
-  const nlohmann::json& attrs = node->attrs;
-  int m = 0;
-  if (attrs.contains("file")) {
-    m = 2;
-    edit->setText(JsonText(attrs["file"]));
-  } else if (attrs.contains("value") && attrs["value"].is_number()) {
-    m = 1;
-    edit->setText(QString::fromStdString(attrs["value"].dump()));
-  } else if (attrs.contains("value")) {
-    edit->setText(FormatNumberList(attrs["value"]));
-  }
-  mode->setCurrentIndex(m);
-  auto placeholder = [edit, browse](int mode_index) {
-    static const char* kHints[] = {"row-major numbers: 1, 2, 3, 4", "one number that fills the shape",
-                                   "file.npy, relative to the graph"};
-    edit->setPlaceholderText(kHints[mode_index]);
-    browse->setVisible(mode_index == 2);
+AttrEditorHost AttributePanel::Host() {
+  AttrEditorHost host;
+  host.commit = [this](const std::string& attr, const nlohmann::json& value) {
+    Commit(attr, value);
   };
-  placeholder(m);
-  connect(mode, &QComboBox::activated, this, [placeholder, edit](int i) {
-    placeholder(i);
-    edit->clear();
-    edit->setFocus();
-  });
-  auto commit = [this, mode, edit] {
-    const QString t = edit->text().trimmed();
-    nlohmann::json patch = {{"value", nullptr}, {"file", nullptr}};
-    if (!t.isEmpty()) {
-      if (mode->currentIndex() == 2) {
-        patch["file"] = t.toStdString();
-      } else {
-        QString err;
-        nlohmann::json v = ParseNumberList(t, &err);
-        if (v.is_null() || (mode->currentIndex() == 1 && v.size() != 1)) {
-          edit->setStyleSheet(kErrorStyle);
-          emit statusMessage(err.isEmpty() ? QString("fill needs one number") : "value: " + err, true);
-          return;
-        }
-        patch["value"] = mode->currentIndex() == 1 ? v[0] : v;
-      }
-    }
-    edit->setStyleSheet("");
-    CommitPatch(patch);
+  host.commit_patch = [this](const nlohmann::json& patch) { CommitPatch(patch); };
+  host.report = [this](const QString& text, bool error) { emit statusMessage(text, error); };
+  host.choose_file = [this](const QString& title, FileKind kind) {
+    return ChooseFile(title, kind);
   };
-  connect(edit, &QLineEdit::editingFinished, this, commit);
-  connect(browse, &QToolButton::clicked, this, [this, edit, commit] {
-    const QString f = QFileDialog::getOpenFileName(this, "Const value", QString::fromStdString(doc_->graph().base_dir),
-                                                   "NumPy arrays (*.npy)");
-    if (f.isEmpty()) return;
-    edit->setText(RelativeToGraph(f));
-    commit();
-  });
-  return w;
+  return host;
 }
 
-QWidget* AttributePanel::MakeFeedEditor() {
-  const Node* node = doc_->graph().FindNode(id_);
-  auto* w = new QWidget;
-  auto* h = new QHBoxLayout(w);
-  h->setContentsMargins(0, 0, 0, 0);
-  h->setSpacing(4);
-  auto* edit = new QLineEdit;
-  edit->setObjectName("feed_text");
-  edit->setPlaceholderText(".npy file fed when run from the editor");
-  if (node->ui.is_object() && node->ui.contains("feed")) edit->setText(JsonText(node->ui["feed"]));
-  auto* browse = new QToolButton;
-  browse->setText("…");
-  browse->setToolTip("Choose the .npy file to feed");
-  h->addWidget(edit, 1);
-  h->addWidget(browse);
-  w->setToolTip("The .npy file fed to this Placeholder when the graph runs in the editor "
-                "(kept in the node's ui.feed, relative to the graph file).");
-  auto commit = [this, edit] {
-    const QString t = edit->text().trimmed();
-    const Status st = doc_->SetUiValue(id_, "feed", t.isEmpty() ? nlohmann::json() : nlohmann::json(t.toStdString()));
-    if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
-  };
-  connect(edit, &QLineEdit::editingFinished, this, commit);
-  connect(browse, &QToolButton::clicked, this, [this, edit, commit] {
-    const QString f = QFileDialog::getOpenFileName(this, "Feed", QString::fromStdString(doc_->graph().base_dir),
-                                                   "NumPy arrays (*.npy)");
-    if (f.isEmpty()) return;
-    edit->setText(RelativeToGraph(f));
-    commit();
-  });
-  return w;
+QString AttributePanel::ChooseFile(const QString& title, FileKind kind) {
+  const QString suffix = FileSuffix(kind);
+  const QString f =
+      QFileDialog::getOpenFileName(this, title, QString::fromStdString(doc_->graph().base_dir),
+                                   QString("%1 files (*%1)").arg(suffix));
+  return f.isEmpty() ? f : RelativeToGraph(f);
 }
 
 void AttributePanel::Commit(const std::string& attr, const nlohmann::json& value) {
@@ -526,16 +257,19 @@ void AttributePanel::CommitPatch(const nlohmann::json& patch) {
 void AttributePanel::UpdateVisibility() {
   const Node* node = doc_->graph().FindNode(id_);
   if (!node || !form_) return;
-  if (QWidget* w = EditorFor("explicit_paddings")) {
-    std::string padding;
-    if (node->attrs.contains("padding") && node->attrs["padding"].is_string()) {
-      padding = node->attrs["padding"].get<std::string>();
-    } else if (const OpSchema* s = doc_->registry().Find(node->op)) {
-      if (const AttrDef* d = s->FindAttr("padding"); d && d->default_value.is_string()) {
-        padding = d->default_value.get<std::string>();
+  const OpSchema* schema = doc_->registry().Find(node->op);
+  if (!schema) return;
+  for (const AttrDef& def : schema->attrs()) {
+    if (def.visible_when.attr.empty()) continue;
+    if (QWidget* w = EditorFor(def.name)) {
+      const bool visible = AttrIsVisible(*schema, def, node->attrs);
+      form_->setRowVisible(w, visible);
+      if (visible) {
+        hidden_rows_.erase(def.name);
+      } else {
+        hidden_rows_.insert(def.name);
       }
     }
-    form_->setRowVisible(w, padding == "EXPLICIT");
   }
 }
 

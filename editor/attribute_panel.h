@@ -1,28 +1,29 @@
-// AttributePanel: the editor of the selected node, generated from its block schema.
-// Every change is committed to the document as one undoable edit and validated at once.
+// AttributePanel: the editor of the selected node, generated from its block schema: one row
+// per attribute (attr_editors.h), a value editor for an attribute a file can give instead
+// (const_value_editor.h) and a feed editor for a block fed at run time (feed_editor.h). Every
+// change is committed to the document as one undoable edit and validated at once.
 #pragma once
 
+#include <QWidget>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
-#include <QWidget>
-#include <nlohmann/json.hpp>
-
 #include "core/schema.h"
+#include "editor/attr_editors.h"
 
 class QFormLayout;
 class QLabel;
 class QLineEdit;
 
+namespace blockflow {
+struct Node;
+}
+
 namespace blockflow::editor {
 
 class GraphDocument;
-
-/// Parses "1, 8, 8, 2" (commas and/or spaces) into a JSON array of numbers; integers stay
-/// integers. Returns an error message in `error` when a token is not a number.
-nlohmann::json ParseNumberList(const QString& text, QString* error);
-/// The inverse of ParseNumberList for display.
-QString FormatNumberList(const nlohmann::json& values);
 
 class AttributePanel : public QWidget {
   Q_OBJECT
@@ -34,9 +35,10 @@ class AttributePanel : public QWidget {
   const std::string& node_id() const { return id_; }
   /// Re-reads the node after a document change (rebuilds only when the node changed).
   void Refresh();
-  /// The editor widget of an attribute ("id", "feed", "value" for the Const value editor).
+  /// The editor widget of an attribute ("id" for the node id, "feed" for the feed editor; an
+  /// attribute a file can give instead shares its value editor with the file attribute).
   QWidget* EditorFor(const std::string& name) const;
-  /// Whether the row of an attribute is shown (explicit_paddings follows padding).
+  /// Whether the row of an attribute is shown (an attribute with a visible_when follows it).
   bool IsRowVisible(const std::string& name) const;
   /// The validation text shown under the form.
   QString IssueText() const;
@@ -51,9 +53,9 @@ class AttributePanel : public QWidget {
   void UpdateVisibility();
   void Commit(const std::string& attr, const nlohmann::json& value);
   void CommitPatch(const nlohmann::json& patch);
-  QWidget* MakeEditor(const AttrDef& def, const nlohmann::json& current);
-  QWidget* MakeConstValueEditor();
-  QWidget* MakeFeedEditor();
+  void AddAttrRows(const OpSchema& schema, const Node& node);
+  AttrEditorHost Host();
+  QString ChooseFile(const QString& title, FileKind kind);
   QString RelativeToGraph(const QString& path) const;
   std::string Key() const;
 
@@ -65,6 +67,7 @@ class AttributePanel : public QWidget {
   QLabel* header_ = nullptr;
   QLabel* issues_ = nullptr;
   std::map<std::string, QWidget*> editors_;
+  std::set<std::string> hidden_rows_;  // rows that a visible_when rule hides
 };
 
 }  // namespace blockflow::editor

@@ -1,8 +1,7 @@
 #include "editor/editor_main.h"
 
-#include <cstdio>
-
 #include <QApplication>
+#include <cstdio>
 
 #include "blocks/register_blocks.h"
 #include "editor/main_window.h"
@@ -57,7 +56,8 @@ int RunEditor(QApplication& app) {
     return 0;
   }
   if (!o.error.isEmpty()) {
-    std::fprintf(stderr, "error: %s\n%s", o.error.toUtf8().constData(), EditorUsage().toUtf8().constData());
+    std::fprintf(stderr, "error: %s\n%s", o.error.toUtf8().constData(),
+                 EditorUsage().toUtf8().constData());
     return 2;
   }
   RegisterBuiltinBlocks();

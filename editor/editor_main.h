@@ -13,7 +13,7 @@ struct EditorOptions {
   bool run = false;    // run once the graph is shown
   QString screenshot;  // save a PNG of the window and exit
   bool help = false;
-  QString error;       // non-empty when the command line is wrong
+  QString error;  // non-empty when the command line is wrong
 };
 
 /// Parses the arguments (args[0] is the program).

@@ -1,12 +1,11 @@
 #include "editor/graph_scene.h"
 
-#include <cmath>
-#include <set>
-
 #include <QGraphicsSceneDragDropEvent>
 #include <QGraphicsSceneMouseEvent>
 #include <QMimeData>
 #include <QPainter>
+#include <cmath>
+#include <set>
 
 #include "editor/theme.h"
 
@@ -47,13 +46,15 @@ void GraphScene::Sync() {
       nodes_[node.id] = item;
       auto rs = run_states_.find(node.id);
       if (rs != run_states_.end()) {
-        item->SetRunState(std::get<0>(rs->second), std::get<1>(rs->second), std::get<2>(rs->second));
+        item->SetRunState(std::get<0>(rs->second), std::get<1>(rs->second),
+                          std::get<2>(rs->second));
       }
     }
-    item->SetContent(node, doc_->registry().Find(node.op), doc_->InfoFor(node.id), doc_->IssuesFor(node.id),
-                     [this](const Endpoint& ep) -> const PortInfo* {
+    item->SetContent(node, doc_->registry().Find(node.op), doc_->InfoFor(node.id),
+                     doc_->IssuesFor(node.id), [this](const Endpoint& ep) -> const PortInfo* {
                        const NodeInfo* p = doc_->InfoFor(ep.node);
-                       if (!p || ep.index < 0 || ep.index >= static_cast<int>(p->outputs.size())) return nullptr;
+                       if (!p || ep.index < 0 || ep.index >= static_cast<int>(p->outputs.size()))
+                         return nullptr;
                        return &p->outputs[static_cast<size_t>(ep.index)];
                      });
     const QPointF p = NodePosition(node).value_or(QPointF(0, 0));
@@ -80,7 +81,8 @@ void GraphScene::Sync() {
       for (const Endpoint& ep : eps) {
         NodeItem* producer = FindNode(ep.node);
         if (!producer || ep.index < 0 || ep.index >= producer->num_outputs()) continue;
-        auto* e = new EdgeItem(WireRef{ep, node.id, port}, DTypeColor(producer->OutputDType(ep.index)));
+        auto* e =
+            new EdgeItem(WireRef{ep, node.id, port}, DTypeColor(producer->OutputDType(ep.index)));
         e->to_row = row;
         addItem(e);
         edges_.push_back(e);
@@ -153,14 +155,16 @@ bool GraphScene::HandleDrop(const QMimeData* mime, QPointF scene_pos) {
     return false;
   }
   SelectNodes({*id});
-  emit statusMessage(QString("Added %1 (%2)").arg(QString::fromStdString(*id), QString::fromStdString(op)), false);
+  emit statusMessage(
+      QString("Added %1 (%2)").arg(QString::fromStdString(*id), QString::fromStdString(op)), false);
   return true;
 }
 
 Status GraphScene::ConnectPorts(const PortItem* a, const PortItem* b) {
   if (a->is_output() == b->is_output()) {
-    return InvalidArgument(a->is_output() ? "refused: connect an output (right side) to an input (left side)"
-                                          : "refused: connect an input (left side) to an output (right side)");
+    return InvalidArgument(a->is_output()
+                               ? "refused: connect an output (right side) to an input (left side)"
+                               : "refused: connect an input (left side) to an output (right side)");
   }
   const PortItem* out = a->is_output() ? a : b;
   const PortItem* in = a->is_output() ? b : a;
@@ -171,7 +175,8 @@ void GraphScene::ForgetPortsOf(const NodeItem* node) {
   if (drag_target_ && drag_target_->parentItem() == node) ClearDragTarget();
 }
 
-void GraphScene::SetRunState(const std::string& id, RunState state, double ms, const QString& message) {
+void GraphScene::SetRunState(const std::string& id, RunState state, double ms,
+                             const QString& message) {
   run_states_[id] = {state, ms, message};
   if (NodeItem* item = FindNode(id)) item->SetRunState(state, ms, message);
 }
@@ -204,7 +209,8 @@ void GraphScene::ClearDragTarget() {
 void GraphScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
   if (event->button() == Qt::LeftButton) {
     if (PortItem* p = PortNear(event->scenePos())) {
-      drag_ = DragSource{p->node_id(), p->name(), p->is_output(), p->index(), p->dtype(), p->scenePos()};
+      drag_ = DragSource{p->node_id(), p->name(),  p->is_output(),
+                         p->index(),   p->dtype(), p->scenePos()};
       drag_wire_ = addPath(EdgeItem::WirePath(p->scenePos(), event->scenePos()),
                            QPen(DTypeColor(p->dtype()), 2.2, Qt::DashLine, Qt::RoundCap));
       drag_wire_->setZValue(5);
@@ -264,7 +270,8 @@ void GraphScene::mouseReleaseEvent(QGraphicsSceneMouseEvent* event) {
   if (!st.ok()) {
     emit statusMessage(QString::fromStdString(st.message()), true);
   } else {
-    emit statusMessage(QString("Connected → %1.%2").arg(QString::fromStdString(consumer), QString::fromStdString(port)),
+    emit statusMessage(QString("Connected → %1.%2")
+                           .arg(QString::fromStdString(consumer), QString::fromStdString(port)),
                        false);
   }
 }
@@ -276,7 +283,8 @@ void GraphScene::CommitMoves() {
     if (!item) continue;
     const QPointF p = item->pos();
     const auto old = NodePosition(n);
-    if (!old || std::lround(old->x()) != std::lround(p.x()) || std::lround(old->y()) != std::lround(p.y())) {
+    if (!old || std::lround(old->x()) != std::lround(p.x()) ||
+        std::lround(old->y()) != std::lround(p.y())) {
       moved[n.id] = p;
     }
   }
@@ -322,7 +330,8 @@ void GraphScene::drawBackground(QPainter* painter, const QRectF& rect) {
   auto draw_grid = [&](double step, const QColor& color) {
     const double left = std::floor(rect.left() / step) * step;
     const double top = std::floor(rect.top() / step) * step;
-    const double nx = std::ceil((rect.right() - left) / step), ny = std::ceil((rect.bottom() - top) / step);
+    const double nx = std::ceil((rect.right() - left) / step),
+                 ny = std::ceil((rect.bottom() - top) / step);
     // Lines are counted, not stepped to: far out (a file may place a node at 1e18) `x += step`
     // does not change x, and the loop would never end. A grid too dense to see is not drawn.
     if (!(nx >= 0 && ny >= 0) || nx + ny > 5000) return;

@@ -3,13 +3,12 @@
 // into document edits: wiring by dragging between ports, moving nodes, palette drops.
 #pragma once
 
+#include <QGraphicsScene>
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <QGraphicsScene>
 
 #include "editor/graph_document.h"
 #include "editor/node_item.h"
@@ -52,7 +51,8 @@ class GraphScene : public QGraphicsScene {
   /// any pointer to them.
   void ForgetPortsOf(const NodeItem* node);
 
-  void SetRunState(const std::string& id, RunState state, double ms = -1, const QString& message = {});
+  void SetRunState(const std::string& id, RunState state, double ms = -1,
+                   const QString& message = {});
   void ClearRunStates();
 
  signals:

@@ -1,12 +1,11 @@
 #include "editor/graph_view.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QScrollBar>
 #include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
 
 #include "editor/graph_scene.h"
 
@@ -16,10 +15,11 @@ namespace {
 constexpr double kMinZoom = 0.15, kMaxZoom = 3.0;
 // Small graphs are shown a little larger than 100%, not blown up to fill the canvas.
 constexpr double kMaxFitZoom = 1.3;
-}
+}  // namespace
 
 GraphView::GraphView(GraphScene* scene, QWidget* parent) : QGraphicsView(scene, parent) {
-  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing | QPainter::SmoothPixmapTransform);
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing |
+                 QPainter::SmoothPixmapTransform);
   setDragMode(QGraphicsView::RubberBandDrag);
   setRubberBandSelectionMode(Qt::IntersectsItemShape);
   setTransformationAnchor(QGraphicsView::AnchorUnderMouse);

@@ -1,7 +1,5 @@
 #include "editor/main_window.h"
 
-#include <cstdio>
-
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -24,6 +22,7 @@
 #include <QToolBar>
 #include <QToolButton>
 #include <QUndoStack>
+#include <cstdio>
 
 #include "editor/attribute_panel.h"
 #include "editor/graph_document.h"
@@ -76,7 +75,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(scene_, &QGraphicsScene::selectionChanged, this, &MainWindow::OnSelectionChanged);
   connect(scene_, &GraphScene::statusMessage, this, &MainWindow::ShowStatus);
   connect(attributes_, &AttributePanel::statusMessage, this, &MainWindow::ShowStatus);
-  connect(attributes_, &AttributePanel::nodeRenamed, this, [this](const QString& id) { SelectNode(id.toStdString()); });
+  connect(attributes_, &AttributePanel::nodeRenamed, this,
+          [this](const QString& id) { SelectNode(id.toStdString()); });
   connect(scene_, &GraphScene::quickAddRequested, this, [this](QPointF pos) {
     quick_add_pos_ = pos;
     quick_add_->Popup(view_->viewport()->mapToGlobal(view_->mapFromScene(pos)));
@@ -85,7 +85,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     quick_add_pos_ = pos;
     quick_add_->Popup(global);
   });
-  connect(quick_add_, &QuickAddPopup::opChosen, this, [this](const QString& op) { AddBlockAt(op, quick_add_pos_); });
+  connect(quick_add_, &QuickAddPopup::opChosen, this,
+          [this](const QString& op) { AddBlockAt(op, quick_add_pos_); });
   connect(palette_, &PaletteWidget::opActivated, this, [this](const QString& op) {
     AddBlockAt(op, view_->mapToScene(view_->viewport()->rect().center()));
   });
@@ -95,9 +96,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(runner_, &RunController::nodeStarted, this,
           [this](const QString& id) { scene_->SetRunState(id.toStdString(), RunState::kRunning); });
-  connect(runner_, &RunController::nodeFinished, this, [this](const QString& id, double ms, bool ok, const QString& msg) {
-    scene_->SetRunState(id.toStdString(), ok ? RunState::kDone : RunState::kFailed, ms, msg);
-  });
+  connect(runner_, &RunController::nodeFinished, this,
+          [this](const QString& id, double ms, bool ok, const QString& msg) {
+            scene_->SetRunState(id.toStdString(), ok ? RunState::kDone : RunState::kFailed, ms,
+                                msg);
+          });
   connect(runner_, &RunController::progress, this, [this](int done, int total) {
     progress_->setMaximum(std::max(total, 1));
     progress_->setValue(done);
@@ -174,16 +177,19 @@ void MainWindow::BuildActions() {
   tb->setMovable(false);
   tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
 
-  QAction* a_new = file->addAction(st->standardIcon(QStyle::SP_FileIcon), "&New", this, &MainWindow::NewGraph);
+  QAction* a_new =
+      file->addAction(st->standardIcon(QStyle::SP_FileIcon), "&New", this, &MainWindow::NewGraph);
   a_new->setShortcut(QKeySequence::New);
-  QAction* a_open = file->addAction(st->standardIcon(QStyle::SP_DialogOpenButton), "&Open…", this, &MainWindow::OpenDialog);
+  QAction* a_open = file->addAction(st->standardIcon(QStyle::SP_DialogOpenButton), "&Open…", this,
+                                    &MainWindow::OpenDialog);
   a_open->setShortcut(QKeySequence::Open);
   recent_menu_ = file->addMenu("Open &Recent");
   connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::FillRecentMenu);
   samples_menu_ = file->addMenu("&Samples");
   connect(samples_menu_, &QMenu::aboutToShow, this, &MainWindow::FillSamplesMenu);
   file->addSeparator();
-  QAction* a_save = file->addAction(st->standardIcon(QStyle::SP_DialogSaveButton), "&Save", this, [this] { Save(); });
+  QAction* a_save = file->addAction(st->standardIcon(QStyle::SP_DialogSaveButton), "&Save", this,
+                                    [this] { Save(); });
   a_save->setShortcut(QKeySequence::Save);
   QAction* a_save_as = file->addAction("Save &As…", this, [this] { SaveAs(); });
   a_save_as->setShortcut(QKeySequence::SaveAs);
@@ -280,7 +286,10 @@ void MainWindow::UpdateSummary() {
     summary_label_->setText(QString("%1 nodes · valid").arg(n));
     summary_label_->setStyleSheet("color: #5fd38d; padding-right: 8px;");
   } else {
-    summary_label_->setText(QString("%1 nodes · %2 issue%3").arg(n).arg(a.issues.size()).arg(a.issues.size() == 1 ? "" : "s"));
+    summary_label_->setText(QString("%1 nodes · %2 issue%3")
+                                .arg(n)
+                                .arg(a.issues.size())
+                                .arg(a.issues.size() == 1 ? "" : "s"));
     summary_label_->setStyleSheet("color: #ff6b6f; padding-right: 8px;");
   }
 }
@@ -300,9 +309,11 @@ void MainWindow::OnSelectionChanged() {
   const auto ids = scene_->SelectedNodeIds();
   if (ids.size() != 1) {
     attributes_->SetNode("");
-    results_->ShowMessage(ids.empty() ? (runner_->has_result() ? "Select a node to see its outputs."
-                                                               : "Run the graph (F5), then select a node to see its outputs.")
-                                      : QString("%1 nodes selected.").arg(ids.size()));
+    results_->ShowMessage(ids.empty()
+                              ? (runner_->has_result()
+                                     ? "Select a node to see its outputs."
+                                     : "Run the graph (F5), then select a node to see its outputs.")
+                              : QString("%1 nodes selected.").arg(ids.size()));
     return;
   }
   attributes_->SetNode(ids[0]);
@@ -317,25 +328,25 @@ void MainWindow::ShowResultsFor(const std::string& id) {
     return;
   }
   if (!runner_->has_result()) {
-    results_->ShowMessage("Run the graph (F5) to see the outputs of '" + QString::fromStdString(id) + "'.");
+    results_->ShowMessage("Run the graph (F5) to see the outputs of '" +
+                          QString::fromStdString(id) + "'.");
     return;
   }
   const RunResult& r = runner_->result();
   auto it = r.outputs.find(id);
   if (it == r.outputs.end()) {
-    results_->ShowMessage(QString("'%1' has no outputs from the last run%2.")
-                              .arg(QString::fromStdString(id), r.status.ok() ? "" : " (the run failed)"));
+    results_->ShowMessage(
+        QString("'%1' has no outputs from the last run%2.")
+            .arg(QString::fromStdString(id), r.status.ok() ? "" : " (the run failed)"));
     return;
   }
   const Node* node = doc_->graph().FindNode(id);
   const OpSchema* schema = node ? doc_->registry().Find(node->op) : nullptr;
-  QStringList names;
-  QString data_format;
+  QStringList names, layouts;
   if (schema) {
-    for (const OutputDef& o : schema->outputs()) names << QString::fromStdString(o.name);
-    if (const AttrDef* d = schema->FindAttr("data_format")) {
-      nlohmann::json v = node->attrs.contains("data_format") ? node->attrs["data_format"] : d->default_value;
-      if (v.is_string()) data_format = QString::fromStdString(v.get<std::string>());
+    for (const OutputDef& o : schema->outputs()) {
+      names << QString::fromStdString(o.name);
+      layouts << QString::fromStdString(PortLayout(o.layout, *schema, node->attrs));
     }
   }
   QString note;
@@ -344,7 +355,7 @@ void MainWindow::ShowResultsFor(const std::string& id) {
   } else if (!r.executed.count(id)) {
     note = "constant";
   }
-  results_->ShowOutputs(QString::fromStdString(id), it->second, names, data_format, note);
+  results_->ShowOutputs(QString::fromStdString(id), it->second, names, layouts, note);
 }
 
 void MainWindow::SelectNode(const std::string& id) {
@@ -384,7 +395,8 @@ void MainWindow::OnRunFinished(bool ok, const QString& message) {
     edited_during_run_ = false;
     runner_->ClearResult();
     scene_->ClearRunStates();
-    ShowStatus("The graph changed during the run; its results were discarded. Run again (F5).", false);
+    ShowStatus("The graph changed during the run; its results were discarded. Run again (F5).",
+               false);
     OnSelectionChanged();
     emit runFinished(ok, message);
     return;
@@ -396,17 +408,25 @@ void MainWindow::OnRunFinished(bool ok, const QString& message) {
   // Nodes that never started (after a failure or a cancel) go back to idle.
   for (const Node& n : doc_->graph().nodes()) {
     NodeItem* item = scene_->FindNode(n.id);
-    if (item && (item->run_state() == RunState::kPending || item->run_state() == RunState::kRunning)) {
+    if (item &&
+        (item->run_state() == RunState::kPending || item->run_state() == RunState::kRunning)) {
       scene_->SetRunState(n.id, RunState::kIdle);
     }
   }
   if (ok) {
-    ShowStatus(QString("Run finished: %1 nodes executed in %2 ms.").arg(r.executed.size()).arg(r.total_ms, 0, 'f', 1),
+    ShowStatus(QString("Run finished: %1 nodes executed in %2 ms.")
+                   .arg(r.executed.size())
+                   .arg(r.total_ms, 0, 'f', 1),
                false);
   } else {
-    const QString where = doc_->file_path().isEmpty() ? QString() : QFileInfo(doc_->file_path()).fileName() + ": ";
-    ShowStatus((r.status.code() == StatusCode::kCancelled ? "Run cancelled: " : "Run failed: ") + where + message, true);
-    if (scripted_) std::fprintf(stderr, "error: %s%s\n", where.toUtf8().constData(), message.toUtf8().constData());
+    const QString where =
+        doc_->file_path().isEmpty() ? QString() : QFileInfo(doc_->file_path()).fileName() + ": ";
+    ShowStatus((r.status.code() == StatusCode::kCancelled ? "Run cancelled: " : "Run failed: ") +
+                   where + message,
+               true);
+    if (scripted_)
+      std::fprintf(stderr, "error: %s%s\n", where.toUtf8().constData(),
+                   message.toUtf8().constData());
   }
   OnSelectionChanged();
   emit runFinished(ok, message);
@@ -414,9 +434,9 @@ void MainWindow::OnRunFinished(bool ok, const QString& message) {
 
 bool MainWindow::MaybeSave() {
   if (!doc_->IsModified() || scripted_) return true;
-  const auto answer = QMessageBox::warning(this, "Unsaved changes",
-                                           "The graph has unsaved changes. Save them?",
-                                           QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+  const auto answer =
+      QMessageBox::warning(this, "Unsaved changes", "The graph has unsaved changes. Save them?",
+                           QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
   if (answer == QMessageBox::Save) return Save();
   return answer == QMessageBox::Discard;
 }
@@ -431,8 +451,10 @@ void MainWindow::NewGraph() {
 
 void MainWindow::OpenDialog() {
   if (!MaybeSave()) return;
-  const QString dir = doc_->file_path().isEmpty() ? FindSamplesDir() : QFileInfo(doc_->file_path()).absolutePath();
-  const QString path = QFileDialog::getOpenFileName(this, "Open graph", dir, "blockflow graphs (*.json)");
+  const QString dir =
+      doc_->file_path().isEmpty() ? FindSamplesDir() : QFileInfo(doc_->file_path()).absolutePath();
+  const QString path =
+      QFileDialog::getOpenFileName(this, "Open graph", dir, "blockflow graphs (*.json)");
   if (!path.isEmpty()) OpenFile(path);
 }
 
@@ -448,9 +470,13 @@ bool MainWindow::OpenFile(const QString& path) {
   runner_->ClearResult();
   scene_->ClearRunStates();
   AddRecent(QFileInfo(path).absoluteFilePath());
-  ShowStatus(QString("Opened %1 (%2 nodes).").arg(QFileInfo(path).fileName()).arg(doc_->graph().nodes().size()), false);
+  ShowStatus(QString("Opened %1 (%2 nodes).")
+                 .arg(QFileInfo(path).fileName())
+                 .arg(doc_->graph().nodes().size()),
+             false);
   QTimer::singleShot(0, this, [this] { view_->FitToGraph(); });
-  if (!doc_->analysis().issues.empty()) ShowStatus(QString::fromStdString(doc_->analysis().issues[0].ToString()), true);
+  if (!doc_->analysis().issues.empty())
+    ShowStatus(QString::fromStdString(doc_->analysis().issues[0].ToString()), true);
   return true;
 }
 
@@ -473,9 +499,9 @@ bool MainWindow::Save() {
 }
 
 bool MainWindow::SaveAs() {
-  QString path = QFileDialog::getSaveFileName(this, "Save graph as",
-                                              doc_->file_path().isEmpty() ? QDir::currentPath() : doc_->file_path(),
-                                              "blockflow graphs (*.json)");
+  QString path = QFileDialog::getSaveFileName(
+      this, "Save graph as", doc_->file_path().isEmpty() ? QDir::currentPath() : doc_->file_path(),
+      "blockflow graphs (*.json)");
   if (path.isEmpty()) return false;
   if (!path.endsWith(".json", Qt::CaseInsensitive)) path += ".json";
   return SaveTo(path);
@@ -494,9 +520,10 @@ void MainWindow::FillRecentMenu() {
   recent_menu_->clear();
   const QStringList recent = QSettings().value("recentFiles").toStringList();
   for (const QString& path : recent) {
-    recent_menu_->addAction(QFileInfo(path).fileName() + "   " + QFileInfo(path).absolutePath(), this, [this, path] {
-      if (MaybeSave()) OpenFile(path);
-    });
+    recent_menu_->addAction(QFileInfo(path).fileName() + "   " + QFileInfo(path).absolutePath(),
+                            this, [this, path] {
+                              if (MaybeSave()) OpenFile(path);
+                            });
   }
   if (recent.isEmpty()) recent_menu_->addAction("(none)")->setEnabled(false);
 }
@@ -515,7 +542,8 @@ QString MainWindow::FindSamplesDir() {
 void MainWindow::FillSamplesMenu() {
   samples_menu_->clear();
   const QString dir = FindSamplesDir();
-  const QStringList files = dir.isEmpty() ? QStringList() : QDir(dir).entryList({"*.json"}, QDir::Files, QDir::Name);
+  const QStringList files =
+      dir.isEmpty() ? QStringList() : QDir(dir).entryList({"*.json"}, QDir::Files, QDir::Name);
   for (const QString& f : files) {
     const QString path = QDir(dir).absoluteFilePath(f);
     samples_menu_->addAction(QFileInfo(f).completeBaseName(), this, [this, path] {
@@ -523,7 +551,8 @@ void MainWindow::FillSamplesMenu() {
     });
   }
   if (files.isEmpty()) {
-    samples_menu_->addAction(dir.isEmpty() ? "(no samples folder; set BLOCKFLOW_SAMPLES)" : "(no samples)")
+    samples_menu_
+        ->addAction(dir.isEmpty() ? "(no samples folder; set BLOCKFLOW_SAMPLES)" : "(no samples)")
         ->setEnabled(false);
   }
 }
@@ -535,7 +564,9 @@ void MainWindow::Copy() {
   const QByteArray json = QByteArray::fromStdString(doc_->CopyNodes(ids));
   mime->setData(kClipboardMime, json);
   if (!doc_->graph().base_dir.empty()) {
-    mime->setData(kClipboardDirMime, QFileInfo(QString::fromStdString(doc_->graph().base_dir)).absoluteFilePath().toUtf8());
+    mime->setData(
+        kClipboardDirMime,
+        QFileInfo(QString::fromStdString(doc_->graph().base_dir)).absoluteFilePath().toUtf8());
   }
   mime->setText(QString::fromUtf8(json));
   QApplication::clipboard()->setMimeData(mime);
@@ -615,7 +646,8 @@ void MainWindow::ScriptedScreenshot(const QString& path, bool run, std::function
       QApplication::processEvents();
       const QPixmap shot = grab();
       const bool saved = shot.save(path, "PNG");
-      if (!saved) std::fprintf(stderr, "error: cannot write screenshot %s\n", path.toUtf8().constData());
+      if (!saved)
+        std::fprintf(stderr, "error: cannot write screenshot %s\n", path.toUtf8().constData());
       done(run_ok && saved ? 0 : 1);
     });
   };

@@ -2,10 +2,9 @@
 // attributes and results on the right; menus, toolbar, status bar, file handling and runs.
 #pragma once
 
+#include <QMainWindow>
 #include <functional>
 #include <string>
-
-#include <QMainWindow>
 
 class QAction;
 class QLabel;
@@ -56,7 +55,10 @@ class MainWindow : public QMainWindow {
   /// with the exit code (1 when the run or the save failed).
   void ScriptedScreenshot(const QString& path, bool run, std::function<void(int)> done);
 
-  /// The samples folder: $BLOCKFLOW_SAMPLES, <exe>/../../samples, <exe>/../share/blockflow/samples.
+  /// The samples folder: $BLOCKFLOW_SAMPLES; else <exe>/../../samples, the source tree's
+  /// samples when the build folder is a subfolder of the source tree (build/bin/); else
+  /// <exe>/../share/blockflow/samples, where a package may put them (`cmake --install` does not
+  /// install the samples).
   static QString FindSamplesDir();
 
  signals:

@@ -1,13 +1,12 @@
 #include "editor/node_item.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include <QFontMetricsF>
 #include <QGraphicsScene>
 #include <QPainter>
 #include <QPainterPathStroker>
 #include <QStyleOptionGraphicsItem>
+#include <algorithm>
+#include <cmath>
 
 #include "editor/graph_scene.h"
 #include "editor/theme.h"
@@ -50,7 +49,8 @@ QString DetailOf(const PortInfo& p) {
   QString s = QString::fromStdString(std::string(DTypeName(p.dtype))) + " " +
               QString::fromStdString(p.shape.ToString());
   // Small integer constants (sizes, shapes) are worth seeing on the canvas.
-  if (p.value && !IsFloatingDType(p.dtype) && p.value->num_elements() > 0 && p.value->num_elements() <= 8) {
+  if (p.value && !IsFloatingDType(p.dtype) && p.value->num_elements() > 0 &&
+      p.value->num_elements() <= 8) {
     QStringList parts;
     for (int64_t i = 0; i < p.value->num_elements(); ++i) {
       parts << QString::number(static_cast<qlonglong>(p.value->GetAsDouble(i)));
@@ -70,10 +70,15 @@ QString DTypeList(const std::vector<DType>& dtypes) {
 
 // ---------------------------------------------------------------- PortItem
 
-PortItem::PortItem(QGraphicsItem* parent, std::string node_id, bool is_output, int index, std::string name,
-                   DType dtype, bool connected)
-    : QGraphicsItem(parent), node_id_(std::move(node_id)), is_output_(is_output), index_(index),
-      name_(std::move(name)), dtype_(dtype), connected_(connected) {
+PortItem::PortItem(QGraphicsItem* parent, std::string node_id, bool is_output, int index,
+                   std::string name, DType dtype, bool connected)
+    : QGraphicsItem(parent),
+      node_id_(std::move(node_id)),
+      is_output_(is_output),
+      index_(index),
+      name_(std::move(name)),
+      dtype_(dtype),
+      connected_(connected) {
   setAcceptHoverEvents(true);
   setCursor(Qt::CrossCursor);
   setZValue(2);
@@ -116,7 +121,8 @@ void PortItem::hoverLeaveEvent(QGraphicsSceneHoverEvent*) {
 // ---------------------------------------------------------------- NodeItem
 
 NodeItem::NodeItem(std::string id) : id_(std::move(id)) {
-  setFlags(ItemIsMovable | ItemIsSelectable | ItemSendsGeometryChanges | ItemSendsScenePositionChanges);
+  setFlags(ItemIsMovable | ItemIsSelectable | ItemSendsGeometryChanges |
+           ItemSendsScenePositionChanges);
   setZValue(1);
   setCacheMode(DeviceCoordinateCache);
 }
@@ -152,7 +158,8 @@ void NodeItem::SetContent(const Node& node, const OpSchema* schema, const NodeIn
           l.detail = DetailOf(*p);
         }
       }
-      if (l.connected && def.is_list) l.detail = QString("%1 × %2").arg(wired).arg(l.detail.isEmpty() ? "?" : l.detail);
+      if (l.connected && def.is_list)
+        l.detail = QString("%1 × %2").arg(wired).arg(l.detail.isEmpty() ? "?" : l.detail);
       if (l.detail.isEmpty()) l.detail = l.connected ? "?" : (def.is_list ? "empty" : "not wired");
       if (l.dtype == DType::kInvalid && def.dtypes.size() == 1) l.dtype = def.dtypes[0];
       l.tooltip = QString("%1 — accepts %2%3")
@@ -167,7 +174,8 @@ void NodeItem::SetContent(const Node& node, const OpSchema* schema, const NodeIn
       PortLabel l;
       l.port_name = def.name;
       l.name = QString::fromStdString(def.name);
-      if (k >= schema->outputs().size() - 1 && schema->variadic_outputs()) l.name += QString(":%1").arg(k);
+      if (k >= schema->outputs().size() - 1 && schema->variadic_outputs())
+        l.name += QString(":%1").arg(k);
       l.connected = true;
       if (info && k < info->outputs.size() && info->outputs[k].dtype != DType::kInvalid) {
         l.dtype = info->outputs[k].dtype;
@@ -227,10 +235,13 @@ double NodeItem::RowY(int row) const { return kTitleH + 5 + row * kRowH; }
 void NodeItem::Relayout() {
   prepareGeometryChange();
   const QFontMetricsF tf(TitleFont()), idf(IdFont()), pf(PortFont()), df(DetailFont());
-  double w = std::max(tf.horizontalAdvance(op_) + 2 * kPad + 22, idf.horizontalAdvance(QString::fromStdString(id_)) + 2 * kPad);
+  double w = std::max(tf.horizontalAdvance(op_) + 2 * kPad + 22,
+                      idf.horizontalAdvance(QString::fromStdString(id_)) + 2 * kPad);
   double in_w = 0, out_w = 0;
-  for (const auto& l : inputs_) in_w = std::max({in_w, pf.horizontalAdvance(l.name), df.horizontalAdvance(l.detail)});
-  for (const auto& l : outputs_) out_w = std::max({out_w, pf.horizontalAdvance(l.name), df.horizontalAdvance(l.detail)});
+  for (const auto& l : inputs_)
+    in_w = std::max({in_w, pf.horizontalAdvance(l.name), df.horizontalAdvance(l.detail)});
+  for (const auto& l : outputs_)
+    out_w = std::max({out_w, pf.horizontalAdvance(l.name), df.horizontalAdvance(l.detail)});
   w = std::max({w, in_w + out_w + 2 * kPad + 24, 170.0});
   width_ = std::ceil(w);
   const int rows = static_cast<int>(std::max(inputs_.size(), outputs_.size()));
@@ -264,7 +275,9 @@ void NodeItem::Relayout() {
 QRectF NodeItem::boundingRect() const { return QRectF(-4, -14, width_ + 14, height_ + 22); }
 
 QPointF NodeItem::InputAnchor(int port) const { return mapToScene(QPointF(0, RowY(port) + 11)); }
-QPointF NodeItem::OutputAnchor(int index) const { return mapToScene(QPointF(width_, RowY(index) + 11)); }
+QPointF NodeItem::OutputAnchor(int index) const {
+  return mapToScene(QPointF(width_, RowY(index) + 11));
+}
 
 DType NodeItem::OutputDType(int index) const {
   if (index < 0 || index >= num_outputs()) return DType::kInvalid;
@@ -304,7 +317,8 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
 
   painter->setFont(TitleFont());
   painter->setPen(palette::kText);
-  painter->drawText(QRectF(kPad, 4, width_ - 2 * kPad - 20, 20), Qt::AlignLeft | Qt::AlignVCenter, op_);
+  painter->drawText(QRectF(kPad, 4, width_ - 2 * kPad - 20, 20), Qt::AlignLeft | Qt::AlignVCenter,
+                    op_);
   painter->setFont(IdFont());
   painter->setPen(QColor(0xd5, 0xd9, 0xde));
   painter->drawText(QRectF(kPad, 23, width_ - 2 * kPad, 16), Qt::AlignLeft | Qt::AlignVCenter,
@@ -315,7 +329,8 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     const double y = RowY(static_cast<int>(i));
     painter->setFont(PortFont());
     painter->setPen(palette::kText);
-    painter->drawText(QRectF(kPad, y, width_ / 2, 20), Qt::AlignLeft | Qt::AlignVCenter, inputs_[i].name);
+    painter->drawText(QRectF(kPad, y, width_ / 2, 20), Qt::AlignLeft | Qt::AlignVCenter,
+                      inputs_[i].name);
     painter->setFont(DetailFont());
     painter->setPen(inputs_[i].missing ? palette::kError : palette::kTextDim);
     painter->drawText(QRectF(kPad, y + 16, width_ - 2 * kPad, 15), Qt::AlignLeft | Qt::AlignVCenter,
@@ -325,24 +340,40 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     const double y = RowY(static_cast<int>(i));
     painter->setFont(PortFont());
     painter->setPen(palette::kText);
-    painter->drawText(QRectF(width_ / 2, y, width_ / 2 - kPad, 20), Qt::AlignRight | Qt::AlignVCenter,
-                      outputs_[i].name);
+    painter->drawText(QRectF(width_ / 2, y, width_ / 2 - kPad, 20),
+                      Qt::AlignRight | Qt::AlignVCenter, outputs_[i].name);
     painter->setFont(DetailFont());
     painter->setPen(palette::kTextDim);
-    painter->drawText(QRectF(kPad, y + 16, width_ - 2 * kPad, 15), Qt::AlignRight | Qt::AlignVCenter,
-                      outputs_[i].detail);
+    painter->drawText(QRectF(kPad, y + 16, width_ - 2 * kPad, 15),
+                      Qt::AlignRight | Qt::AlignVCenter, outputs_[i].detail);
   }
 
   // Run state footer.
   QColor state_color;
   QString state_text;
   switch (run_state_) {
-    case RunState::kPending: state_color = palette::kPending; state_text = "pending"; break;
-    case RunState::kRunning: state_color = palette::kRunning; state_text = "running…"; break;
-    case RunState::kDone: state_color = palette::kOk; state_text = "done"; break;
-    case RunState::kFailed: state_color = palette::kError; state_text = "failed"; break;
-    case RunState::kConstant: state_color = QColor(0x6a, 0xa8, 0xf7); state_text = "constant"; break;
-    case RunState::kIdle: break;
+    case RunState::kPending:
+      state_color = palette::kPending;
+      state_text = "pending";
+      break;
+    case RunState::kRunning:
+      state_color = palette::kRunning;
+      state_text = "running…";
+      break;
+    case RunState::kDone:
+      state_color = palette::kOk;
+      state_text = "done";
+      break;
+    case RunState::kFailed:
+      state_color = palette::kError;
+      state_text = "failed";
+      break;
+    case RunState::kConstant:
+      state_color = QColor(0x6a, 0xa8, 0xf7);
+      state_text = "constant";
+      break;
+    case RunState::kIdle:
+      break;
   }
   if (run_state_ != RunState::kIdle) {
     const double y = height_ - kFooterH;
@@ -353,17 +384,21 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     painter->drawEllipse(QPointF(kPad + 3, y + kFooterH / 2), 4, 4);
     painter->setFont(IdFont());
     painter->setPen(state_color.lighter(110));
-    painter->drawText(QRectF(kPad + 12, y, width_ / 2, kFooterH), Qt::AlignLeft | Qt::AlignVCenter, state_text);
+    painter->drawText(QRectF(kPad + 12, y, width_ / 2, kFooterH), Qt::AlignLeft | Qt::AlignVCenter,
+                      state_text);
     if (run_ms_ >= 0 && (run_state_ == RunState::kDone || run_state_ == RunState::kFailed)) {
       painter->setPen(palette::kTextDim);
-      const QString t = run_ms_ < 10 ? QString::number(run_ms_, 'f', 3) + " ms" : QString::number(run_ms_, 'f', 1) + " ms";
-      painter->drawText(QRectF(width_ / 2, y, width_ / 2 - kPad, kFooterH), Qt::AlignRight | Qt::AlignVCenter, t);
+      const QString t = run_ms_ < 10 ? QString::number(run_ms_, 'f', 3) + " ms"
+                                     : QString::number(run_ms_, 'f', 1) + " ms";
+      painter->drawText(QRectF(width_ / 2, y, width_ / 2 - kPad, kFooterH),
+                        Qt::AlignRight | Qt::AlignVCenter, t);
     }
   }
 
   // Border: selection wins, then the run state, then issues.
   QPen border(palette::kNodeBorder, 1.2);
-  if (run_state_ == RunState::kRunning || run_state_ == RunState::kFailed) border = QPen(state_color, 2);
+  if (run_state_ == RunState::kRunning || run_state_ == RunState::kFailed)
+    border = QPen(state_color, 2);
   if (!issues_.empty()) border = QPen(palette::kError, 1.8);
   if (isSelected()) border = QPen(palette::kSelection, 2.4);
   painter->setPen(border);
@@ -397,8 +432,8 @@ EdgeItem::EdgeItem(WireRef wire, QColor color) : wire_(std::move(wire)), color_(
   setFlags(ItemIsSelectable);
   setZValue(0);
   setToolTip(QString("%1 → %2.%3")
-                 .arg(QString::fromStdString(wire_.producer.ToString()), QString::fromStdString(wire_.consumer),
-                      QString::fromStdString(wire_.port)));
+                 .arg(QString::fromStdString(wire_.producer.ToString()),
+                      QString::fromStdString(wire_.consumer), QString::fromStdString(wire_.port)));
 }
 
 QPainterPath EdgeItem::WirePath(QPointF from, QPointF to) {
@@ -420,11 +455,13 @@ void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->setRenderHint(QPainter::Antialiasing);
   painter->setBrush(Qt::NoBrush);
   if (isSelected()) {
-    painter->setPen(QPen(QColor(palette::kSelection.red(), palette::kSelection.green(), palette::kSelection.blue(), 90),
+    painter->setPen(QPen(QColor(palette::kSelection.red(), palette::kSelection.green(),
+                                palette::kSelection.blue(), 90),
                          8, Qt::SolidLine, Qt::RoundCap));
     painter->drawPath(path());
   }
-  painter->setPen(QPen(isSelected() ? palette::kSelection : color_, 2.4, Qt::SolidLine, Qt::RoundCap));
+  painter->setPen(
+      QPen(isSelected() ? palette::kSelection : color_, 2.4, Qt::SolidLine, Qt::RoundCap));
   painter->drawPath(path());
 }
 

@@ -3,12 +3,11 @@
 // EdgeItems draw wires. Items hold no graph data of their own beyond what they display.
 #pragma once
 
+#include <QGraphicsItem>
+#include <QGraphicsPathItem>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <QGraphicsItem>
-#include <QGraphicsPathItem>
 
 #include "core/graph.h"
 #include "editor/graph_document.h"

@@ -1,7 +1,5 @@
 #include "editor/palette_widget.h"
 
-#include <map>
-
 #include <QHeaderView>
 #include <QKeyEvent>
 #include <QLabel>
@@ -9,6 +7,7 @@
 #include <QListWidget>
 #include <QMimeData>
 #include <QVBoxLayout>
+#include <map>
 
 #include "core/schema.h"
 #include "editor/graph_scene.h"
@@ -31,7 +30,8 @@ QString OpTooltip(const OpSchema& s) {
 }
 }  // namespace
 
-bool OpMatches(const QString& op, const QString& category, const QString& doc, const QString& text) {
+bool OpMatches(const QString& op, const QString& category, const QString& doc,
+               const QString& text) {
   const QString t = text.trimmed();
   if (t.isEmpty()) return true;
   return op.contains(t, Qt::CaseInsensitive) || category.contains(t, Qt::CaseInsensitive) ||
@@ -106,7 +106,8 @@ void PaletteWidget::SetFilter(const QString& text) {
     int visible = 0;
     for (int i = 0; i < cat->childCount(); ++i) {
       QTreeWidgetItem* item = cat->child(i);
-      const bool show = OpMatches(item->text(0), cat->text(0), item->data(0, Qt::UserRole + 2).toString(), text);
+      const bool show =
+          OpMatches(item->text(0), cat->text(0), item->data(0, Qt::UserRole + 2).toString(), text);
       item->setHidden(!show);
       visible += show;
     }
@@ -114,7 +115,8 @@ void PaletteWidget::SetFilter(const QString& text) {
   }
 }
 
-QuickAddPopup::QuickAddPopup(const OpRegistry& registry, QWidget* parent) : QFrame(parent, Qt::Popup) {
+QuickAddPopup::QuickAddPopup(const OpRegistry& registry, QWidget* parent)
+    : QFrame(parent, Qt::Popup) {
   setFrameShape(QFrame::StyledPanel);
   setMinimumWidth(340);
   auto* layout = new QVBoxLayout(this);
@@ -126,8 +128,9 @@ QuickAddPopup::QuickAddPopup(const OpRegistry& registry, QWidget* parent) : QFra
   layout->addWidget(search_);
   layout->addWidget(list_);
   for (const OpSchema* s : registry.All()) {
-    auto* item = new QListWidgetItem(QString("%1    ·  %2").arg(QString::fromStdString(s->name()),
-                                                                 QString::fromStdString(s->category())));
+    auto* item = new QListWidgetItem(
+        QString("%1    ·  %2")
+            .arg(QString::fromStdString(s->name()), QString::fromStdString(s->category())));
     item->setData(kOpRole, QString::fromStdString(s->name()));
     item->setData(Qt::UserRole + 2, QString::fromStdString(s->category()));
     item->setData(Qt::UserRole + 3, QString::fromStdString(s->doc()));
@@ -151,8 +154,9 @@ void QuickAddPopup::SetFilter(const QString& text) {
   int first = -1;
   for (int i = 0; i < list_->count(); ++i) {
     QListWidgetItem* item = list_->item(i);
-    const bool show = OpMatches(item->data(kOpRole).toString(), item->data(Qt::UserRole + 2).toString(),
-                                item->data(Qt::UserRole + 3).toString(), text);
+    const bool show =
+        OpMatches(item->data(kOpRole).toString(), item->data(Qt::UserRole + 2).toString(),
+                  item->data(Qt::UserRole + 3).toString(), text);
     item->setHidden(!show);
     if (show && first < 0) first = i;
   }

@@ -6,15 +6,15 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
-#include <algorithm>
-#include <cmath>
-#include <limits>
 #include <QPixmap>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace blockflow::editor {
 
@@ -50,8 +50,8 @@ class HeatmapView : public QWidget {
                             static_cast<double>(area.height()) / image_.height());
     if (scale >= 1) scale = std::floor(scale);  // whole pixels per element when magnifying
     const QSizeF size(image_.width() * scale, image_.height() * scale);
-    const QRectF target(area.center().x() - size.width() / 2 + 1, area.center().y() - size.height() / 2 + 1,
-                        size.width(), size.height());
+    const QRectF target(area.center().x() - size.width() / 2 + 1,
+                        area.center().y() - size.height() / 2 + 1, size.width(), size.height());
     p.setRenderHint(QPainter::SmoothPixmapTransform, false);
     p.drawImage(target, image_);
     p.setPen(QColor(0x33, 0x37, 0x3d));
@@ -86,8 +86,9 @@ ResultPanel::ResultPanel(QWidget* parent) : QWidget(parent) {
   sel->setSpacing(6);
   layout_combo_ = new QComboBox;
   layout_combo_->addItems({"NHWC", "NCHW", "HWIO"});
-  layout_combo_->setToolTip("How a rank-4 tensor maps to rows and columns (from the node's data_format; "
-                            "HWIO for filters)");
+  layout_combo_->setToolTip(
+      "How a rank-4 tensor maps to rows and columns (from the output port's "
+      "layout: the node's data_format, or HWIO for filters)");
   batch_label_ = new QLabel("batch");
   batch_spin_ = new QSpinBox;
   channel_label_ = new QLabel("channel");
@@ -142,7 +143,10 @@ ResultPanel::ResultPanel(QWidget* parent) : QWidget(parent) {
   split->setChildrenCollapsible(false);
   b->addWidget(split, 1);
 
-  connect(output_combo_, &QComboBox::currentIndexChanged, this, [this] { Refresh(); });
+  connect(output_combo_, &QComboBox::currentIndexChanged, this, [this](int k) {
+    ShowLayoutOf(k);
+    Refresh();
+  });
   connect(layout_combo_, &QComboBox::currentIndexChanged, this, [this] { Refresh(); });
   connect(batch_spin_, &QSpinBox::valueChanged, this, [this] { Refresh(); });
   connect(channel_spin_, &QSpinBox::valueChanged, this, [this] { Refresh(); });
@@ -159,8 +163,9 @@ void ResultPanel::ShowMessage(const QString& message) {
   body_->hide();
 }
 
-void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>& outputs, const QStringList& names,
-                              const QString& data_format, const QString& note) {
+void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>& outputs,
+                              const QStringList& names, const QStringList& layouts,
+                              const QString& note) {
   if (outputs.empty()) {
     ShowMessage(QString("No outputs of '%1' in the last run.").arg(node_id));
     return;
@@ -185,11 +190,13 @@ void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>&
     const QSignalBlocker b1(output_combo_), b2(layout_combo_), b3(batch_spin_), b4(channel_spin_);
     output_combo_->clear();
     for (size_t i = 0; i < outputs.size(); ++i) {
-      const QString name = i < static_cast<size_t>(names.size()) ? names[static_cast<int>(i)] : QString("output");
+      const QString name =
+          i < static_cast<size_t>(names.size()) ? names[static_cast<int>(i)] : QString("output");
       output_combo_->addItem(QString("output %1: %2").arg(i).arg(name));
     }
     output_combo_->setVisible(outputs.size() > 1);
-    layout_combo_->setCurrentText(data_format == "NCHW" ? "NCHW" : "NHWC");
+    layouts_ = layouts;
+    ShowLayoutOf(0);
     batch_spin_->setValue(0);
     channel_spin_->setValue(0);
   }
@@ -197,7 +204,16 @@ void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>&
   Refresh();
 }
 
+void ResultPanel::ShowLayoutOf(int output) {
+  QString layout;
+  if (!layouts_.isEmpty()) layout = layouts_[std::clamp<qsizetype>(output, 0, layouts_.size() - 1)];
+  const QSignalBlocker block(layout_combo_);
+  layout_combo_->setCurrentText(layout.isEmpty() ? "NHWC" : layout);
+}
+
 QString ResultPanel::StatsText() const { return stats_->text(); }
+
+QString ResultPanel::LayoutText() const { return layout_combo_->currentText(); }
 
 int ResultPanel::channel() const { return channel_spin_->value(); }
 void ResultPanel::SetChannel(int channel) { channel_spin_->setValue(channel); }
@@ -207,12 +223,14 @@ void ResultPanel::Refresh() {
   if (k >= static_cast<int>(outputs_.size())) return;
   const Tensor& t = outputs_[static_cast<size_t>(k)];
   const TensorStats st = t.Stats();
-  const QString cell = "<td style='padding-right:14px; color:#8a919a'>%1</td><td style='padding-right:18px'>%2</td>";
+  const QString cell =
+      "<td style='padding-right:14px; color:#8a919a'>%1</td><td style='padding-right:18px'>%2</td>";
   QString html = "<table>";
   html += "<tr>" + cell.arg("dtype", QString::fromStdString(std::string(DTypeName(t.dtype())))) +
           cell.arg("shape", QString::fromStdString(t.shape().ToString())) + "</tr>";
   html += "<tr>" + cell.arg("min", Num(st.min)) + cell.arg("max", Num(st.max)) + "</tr>";
-  html += "<tr>" + cell.arg("mean", Num(st.mean)) + cell.arg("count", QString::number(st.count)) + "</tr>";
+  html += "<tr>" + cell.arg("mean", Num(st.mean)) + cell.arg("count", QString::number(st.count)) +
+          "</tr>";
   const QString bad = "<span style='color:#ff6b6f'>%1</span>";
   html += "<tr>" + cell.arg("NaN", st.nan_count ? bad.arg(st.nan_count) : "0") +
           cell.arg("Inf", st.inf_count ? bad.arg(st.inf_count) : "0") + "</tr>";
@@ -220,13 +238,15 @@ void ResultPanel::Refresh() {
   stats_->setText(html);
 
   const int layout_index = layout_combo_->currentIndex();
-  const SliceLayout layout = layout_index == 1 ? SliceLayout::kNCHW
+  const SliceLayout layout = layout_index == 1   ? SliceLayout::kNCHW
                              : layout_index == 2 ? SliceLayout::kHWIO
                                                  : SliceLayout::kNHWC;
   const Slice2D s = MakeSlice(t.shape(), layout, batch_spin_->value(), channel_spin_->value());
   {
     const QSignalBlocker b3(batch_spin_), b4(channel_spin_);
-    auto last = [](int64_t n) { return static_cast<int>(std::clamp<int64_t>(n - 1, 0, std::numeric_limits<int>::max())); };
+    auto last = [](int64_t n) {
+      return static_cast<int>(std::clamp<int64_t>(n - 1, 0, std::numeric_limits<int>::max()));
+    };
     batch_spin_->setRange(0, last(s.num_batches));
     channel_spin_->setRange(0, last(s.num_channels));
     batch_spin_->setValue(static_cast<int>(s.batch));

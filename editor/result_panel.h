@@ -1,11 +1,10 @@
 // ResultPanel: the outputs of the selected node after a run: statistics, a heatmap of a chosen
-// 2-D slice (batch/channel selectors, layout from the node's data_format) and a value table.
+// 2-D slice (batch/channel selectors, layout from the output port's schema) and a value table.
 #pragma once
-
-#include <vector>
 
 #include <QImage>
 #include <QWidget>
+#include <vector>
 
 #include "core/tensor.h"
 #include "editor/tensor_view.h"
@@ -26,9 +25,11 @@ class ResultPanel : public QWidget {
 
  public:
   explicit ResultPanel(QWidget* parent = nullptr);
-  /// Shows a node's outputs. `data_format` ("NHWC"/"NCHW"/"") picks the initial layout.
-  void ShowOutputs(const QString& node_id, const std::vector<Tensor>& outputs, const QStringList& names,
-                   const QString& data_format, const QString& note);
+  /// Shows a node's outputs. `names` and `layouts` describe the outputs in schema order (the
+  /// last entry repeats for variadic outputs); a layout ("NHWC", "NCHW", "HWIO"; "" for NHWC)
+  /// is the one shown first for a rank-4 output.
+  void ShowOutputs(const QString& node_id, const std::vector<Tensor>& outputs,
+                   const QStringList& names, const QStringList& layouts, const QString& note);
   /// Shows a message instead of results.
   void ShowMessage(const QString& message);
 
@@ -36,14 +37,18 @@ class ResultPanel : public QWidget {
   const QImage& heatmap() const { return heatmap_; }
   TensorSliceModel* model() const { return model_; }
   QString StatsText() const;
+  /// The layout the heatmap slices a rank-4 output in ("NHWC", "NCHW", "HWIO").
+  QString LayoutText() const;
   /// The chosen channel (the selector under the stats).
   int channel() const;
   void SetChannel(int channel);
 
  private:
   void Refresh();
+  void ShowLayoutOf(int output);
 
   std::vector<Tensor> outputs_;
+  QStringList layouts_;
   QString shown_id_;  // the node whose outputs are shown ("" for a message)
   QLabel* title_;
   QWidget* body_;

@@ -1,10 +1,9 @@
 #include "editor/tensor_view.h"
 
+#include <QPainter>
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <QPainter>
 
 namespace blockflow::editor {
 
@@ -12,7 +11,8 @@ Slice2D MakeSlice(const Shape& shape, SliceLayout layout, int64_t batch, int64_t
   Slice2D s;
   const int rank = shape.rank();
   std::vector<int64_t> stride(static_cast<size_t>(rank), 1);
-  for (int i = rank - 2; i >= 0; --i) stride[static_cast<size_t>(i)] = stride[static_cast<size_t>(i + 1)] * shape.dim(i + 1);
+  for (int i = rank - 2; i >= 0; --i)
+    stride[static_cast<size_t>(i)] = stride[static_cast<size_t>(i + 1)] * shape.dim(i + 1);
   auto dim = [&](int i) { return shape.dim(i); };
   auto st = [&](int i) { return stride[static_cast<size_t>(i)]; };
   int b = -1, ch = -1, r = -1, c = -1;
@@ -25,8 +25,14 @@ Slice2D MakeSlice(const Shape& shape, SliceLayout layout, int64_t batch, int64_t
     s.batch_label = "index 0";
   } else if (rank == 4) {
     switch (layout) {
-      case SliceLayout::kNHWC: b = 0, r = 1, c = 2, ch = 3; s.description = "NHWC: rows H, columns W"; break;
-      case SliceLayout::kNCHW: b = 0, ch = 1, r = 2, c = 3; s.description = "NCHW: rows H, columns W"; break;
+      case SliceLayout::kNHWC:
+        b = 0, r = 1, c = 2, ch = 3;
+        s.description = "NHWC: rows H, columns W";
+        break;
+      case SliceLayout::kNCHW:
+        b = 0, ch = 1, r = 2, c = 3;
+        s.description = "NCHW: rows H, columns W";
+        break;
       case SliceLayout::kHWIO:
         r = 0, c = 1, b = 2, ch = 3;
         s.batch_label = "in";
@@ -68,7 +74,9 @@ QColor DivergingColor(double t) {
   const double u = std::clamp((t + 1) * 2, 0.0, 4.0);
   const int i = std::min(static_cast<int>(u), 3);
   const double f = u - i;
-  auto mix = [&](int k) { return static_cast<int>(std::lround(kStops[i][k] * (1 - f) + kStops[i + 1][k] * f)); };
+  auto mix = [&](int k) {
+    return static_cast<int>(std::lround(kStops[i][k] * (1 - f) + kStops[i + 1][k] * f));
+  };
   return QColor(mix(0), mix(1), mix(2));
 }
 

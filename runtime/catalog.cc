@@ -39,6 +39,43 @@ std::string AllowedText(const AttrDef& a) {
   return s;
 }
 
+// The type as the docs show it: a list with a length reads "ints (4)".
+std::string TypeText(const AttrDef& a) {
+  std::string s(AttrTypeName(a.type));
+  if (a.length > 0) s += " (" + std::to_string(a.length) + ")";
+  return s;
+}
+
+// Sentences for the schema facts of an attribute, appended to its doc.
+std::string AttrFacts(const AttrDef& a) {
+  std::string s;
+  if (!a.visible_when.attr.empty()) {
+    s += " Only with " + a.visible_when.attr + " " + a.visible_when.value + ".";
+  }
+  if (a.file_kind != FileKind::kNone) {
+    s += " Names a ." + std::string(FileKindName(a.file_kind)) + " file";
+    s += a.alternative_to.empty() ? "." : ", given instead of " + a.alternative_to + ".";
+  }
+  return s;
+}
+
+// Sentences for the schema facts of a port, appended to its doc.
+std::string PortFacts(LayoutRole layout, FileKind feed_file) {
+  std::string s;
+  if (layout == LayoutRole::kActivation) s += " Layout: data_format (NHWC or NCHW).";
+  if (layout == LayoutRole::kFilter) s += " Layout: HWIO.";
+  if (feed_file != FileKind::kNone) {
+    s += " Fed at run time, e.g. from a ." + std::string(FileKindName(feed_file)) + " file.";
+  }
+  return s;
+}
+
+// A doc followed by fact sentences, without a leading space when the doc is empty.
+std::string WithFacts(const std::string& doc, const std::string& facts) {
+  if (doc.empty() && !facts.empty()) return facts.substr(1);
+  return doc + facts;
+}
+
 // Markdown table cells must not contain a bare '|' or a newline.
 std::string Cell(const std::string& text) {
   std::string s;
@@ -83,20 +120,23 @@ std::string CatalogText(const OpRegistry& registry) {
     if (!s->doc().empty()) o << "  " << s->doc() << "\n";
     for (const PortDef& p : s->inputs()) {
       o << "  input  " << p.name << (p.is_list ? " (list)" : "") << ": " << DTypeList(p.dtypes);
-      if (!p.doc.empty()) o << "  -- " << p.doc;
+      const std::string doc = WithFacts(p.doc, PortFacts(p.layout, FileKind::kNone));
+      if (!doc.empty()) o << "  -- " << doc;
       o << "\n";
     }
     for (size_t i = 0; i < s->outputs().size(); ++i) {
       const OutputDef& p = s->outputs()[i];
       bool repeats = s->variadic_outputs() && i + 1 == s->outputs().size();
       o << "  output " << p.name << (repeats ? " (repeated)" : "") << ": " << DTypeList(p.dtypes);
-      if (!p.doc.empty()) o << "  -- " << p.doc;
+      const std::string doc = WithFacts(p.doc, PortFacts(p.layout, p.feed_file));
+      if (!doc.empty()) o << "  -- " << doc;
       o << "\n";
     }
     for (const AttrDef& a : s->attrs()) {
-      o << "  attr   " << a.name << ": " << AttrTypeName(a.type) << " = " << DefaultText(a);
+      o << "  attr   " << a.name << ": " << TypeText(a) << " = " << DefaultText(a);
       if (!a.allowed.empty()) o << "  {" << AllowedText(a) << "}";
-      if (!a.doc.empty()) o << "  -- " << a.doc;
+      const std::string doc = WithFacts(a.doc, AttrFacts(a));
+      if (!doc.empty()) o << "  -- " << doc;
       o << "\n";
     }
     o << "\n";
@@ -115,13 +155,17 @@ nlohmann::ordered_json CatalogJson(const OpRegistry& registry) {
     op["doc"] = s->doc();
     op["inputs"] = ojson::array();
     for (const PortDef& p : s->inputs()) {
-      op["inputs"].push_back(ojson{
-          {"name", p.name}, {"dtypes", DTypeJson(p.dtypes)}, {"list", p.is_list}, {"doc", p.doc}});
+      ojson j{
+          {"name", p.name}, {"dtypes", DTypeJson(p.dtypes)}, {"list", p.is_list}, {"doc", p.doc}};
+      if (p.layout != LayoutRole::kNone) j["layout"] = LayoutRoleName(p.layout);
+      op["inputs"].push_back(std::move(j));
     }
     op["outputs"] = ojson::array();
     for (const OutputDef& p : s->outputs()) {
-      op["outputs"].push_back(
-          ojson{{"name", p.name}, {"dtypes", DTypeJson(p.dtypes)}, {"doc", p.doc}});
+      ojson j{{"name", p.name}, {"dtypes", DTypeJson(p.dtypes)}, {"doc", p.doc}};
+      if (p.layout != LayoutRole::kNone) j["layout"] = LayoutRoleName(p.layout);
+      if (p.feed_file != FileKind::kNone) j["feed_file"] = FileKindName(p.feed_file);
+      op["outputs"].push_back(std::move(j));
     }
     op["variadic_outputs"] = s->variadic_outputs();
     op["attrs"] = ojson::array();
@@ -132,6 +176,12 @@ nlohmann::ordered_json CatalogJson(const OpRegistry& registry) {
               {"default", ojson::parse(a.default_value.dump())},
               {"doc", a.doc}};
       if (!a.allowed.empty()) j["allowed"] = a.allowed;
+      if (a.length > 0) j["length"] = a.length;
+      if (!a.visible_when.attr.empty()) {
+        j["visible_when"] = ojson{{"attr", a.visible_when.attr}, {"value", a.visible_when.value}};
+      }
+      if (a.file_kind != FileKind::kNone) j["file_kind"] = FileKindName(a.file_kind);
+      if (!a.alternative_to.empty()) j["alternative_to"] = a.alternative_to;
       op["attrs"].push_back(std::move(j));
     }
     op["same_dtype"] = s->same_dtype();
@@ -149,7 +199,10 @@ std::string CatalogMarkdown(const OpRegistry& registry) {
     << "Every block blockflow knows, from its schema: input ports with the dtypes they accept, "
        "outputs, and attributes with their type, default and allowed values. Names follow "
        "TensorFlow. An attribute whose default is *required* must be given in the graph JSON; "
-       "*none* marks an optional attribute without a default.\n\n";
+       "*none* marks an optional attribute without a default; a list type with a count, such as "
+       "ints (4), holds exactly that many values. A port's layout says how a rank-4 tensor is "
+       "read: data_format (NHWC or NCHW, from the block's data_format attribute) or HWIO "
+       "(filters).\n\n";
   o << registry.All().size() << " blocks in " << groups.size() << " categories:\n\n";
   for (const auto& [category, ops] : groups) {
     o << "- **" << category << "**:";
@@ -169,7 +222,8 @@ std::string CatalogMarkdown(const OpRegistry& registry) {
         o << "| input | dtypes | description |\n|---|---|---|\n";
         for (const PortDef& p : s->inputs()) {
           o << "| `" << p.name << "`" << (p.is_list ? " (list)" : "") << " | "
-            << Cell(DTypeList(p.dtypes)) << " | " << Cell(p.doc) << " |\n";
+            << Cell(DTypeList(p.dtypes)) << " | "
+            << Cell(WithFacts(p.doc, PortFacts(p.layout, FileKind::kNone))) << " |\n";
         }
         o << "\n";
       }
@@ -179,7 +233,8 @@ std::string CatalogMarkdown(const OpRegistry& registry) {
           const OutputDef& p = s->outputs()[i];
           bool repeats = s->variadic_outputs() && i + 1 == s->outputs().size();
           o << "| `" << p.name << "`" << (repeats ? " (repeated)" : "") << " | "
-            << Cell(DTypeList(p.dtypes)) << " | " << Cell(p.doc) << " |\n";
+            << Cell(DTypeList(p.dtypes)) << " | "
+            << Cell(WithFacts(p.doc, PortFacts(p.layout, p.feed_file))) << " |\n";
         }
         o << "\n";
       }
@@ -187,9 +242,10 @@ std::string CatalogMarkdown(const OpRegistry& registry) {
         o << "| attribute | type | default | allowed | description |\n|---|---|---|---|---|\n";
         for (const AttrDef& a : s->attrs()) {
           std::string def = DefaultText(a);
-          o << "| `" << a.name << "` | " << AttrTypeName(a.type) << " | "
+          o << "| `" << a.name << "` | " << TypeText(a) << " | "
             << (def == "required" || def == "none" ? "*" + def + "*" : "`" + Cell(def) + "`")
-            << " | " << Cell(AllowedText(a)) << " | " << Cell(a.doc) << " |\n";
+            << " | " << Cell(AllowedText(a)) << " | " << Cell(WithFacts(a.doc, AttrFacts(a)))
+            << " |\n";
         }
         o << "\n";
       }

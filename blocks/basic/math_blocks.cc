@@ -138,9 +138,9 @@ void RegisterBinary(OpRegistry& registry, const std::string& name, BinaryOp op,
   registry.Register(OpSchema(name)
                         .Category("Math")
                         .Doc(doc + " With NumPy broadcasting.")
-                        .Input("x", kNumeric)
-                        .Input("y", kNumeric)
-                        .Output("z", kNumeric)
+                        .Input("x", kNumeric, "First operand.")
+                        .Input("y", kNumeric, "Second operand; broadcast against x.")
+                        .Output("z", kNumeric, "The result, with the broadcast shape of x and y.")
                         .SameDType({"x", "y"})
                         .SetShapeFn([](InferContext& c) {
                           ASSIGN_OR_RETURN(Shape s,

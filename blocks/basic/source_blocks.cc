@@ -1,7 +1,7 @@
 // Blocks that make tensors: Const, Placeholder, Fill, ZerosLike, RandomUniform,
 // RandomStandardNormal.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -247,6 +247,7 @@ void RegisterSourceBlocks(OpRegistry& registry) {
                               "Numbers, row-major; or a single number that fills `shape`.")
                         .Attr("file", AttrType::kString, nullptr,
                               "A .npy file relative to the graph file (bfloat16 as '<u2' bits).")
+                        .FileKind(FileKind::kNpy, /*alternative_to=*/"value")
                         .SetShapeFn([](InferContext& c) {
                           // Small constants are built now (sizes that shape functions read,
                           // values the editor shows); large ones only when the graph runs,
@@ -270,6 +271,7 @@ void RegisterSourceBlocks(OpRegistry& registry) {
           .Category("Basic")
           .Doc("A tensor fed at run time (`blockflow run --feed ID=FILE.npy`).")
           .Output("output", AllDTypes(), "The fed tensor.")
+          .FedFrom(FileKind::kNpy)
           .RequiredAttr("dtype", AttrType::kDType, "Element type of the fed tensor.")
           .RequiredAttr("shape", AttrType::kShape, "Shape of the fed tensor; -1 for any size.")
           .SetShapeFn([](InferContext& c) {

@@ -104,7 +104,8 @@ Status BackpropFilterKernel(KernelContext& k, KernelKind kind, bool depthwise) {
 OpSchema& AddWindowAttrs(OpSchema& s, bool conv2d) {
   s.RequiredAttr("strides", AttrType::kInts,
                  "Stride of the sliding window per dimension of data_format (4 ints; batch and "
-                 "channel strides must be 1).");
+                 "channel strides must be 1).")
+      .Length(4);
   if (conv2d) {
     s.Attr("use_cudnn_on_gpu", AttrType::kBool, true,
            "Accepted for TensorFlow compatibility; no effect.");
@@ -115,12 +116,15 @@ OpSchema& AddWindowAttrs(OpSchema& s, bool conv2d) {
   s.Attr("explicit_paddings", AttrType::kInts, nlohmann::json::array(),
          "With padding EXPLICIT: 8 non-negative ints, a (before, after) pair per dimension of "
          "data_format, batch and channel pairs 0. Empty otherwise.")
+      .Length(8)
+      .VisibleWhen("padding", "EXPLICIT")
       .EnumAttr("data_format", {"NHWC", "NCHW"}, "NHWC",
                 "Layout of input, output and out_backprop: NHWC [batch, height, width, channels] "
                 "or NCHW [batch, channels, height, width]. Filters are always [fh, fw, in, out].")
       .Attr("dilations", AttrType::kInts, nlohmann::json::array({1, 1, 1, 1}),
             "Dilation factor per dimension of data_format (4 ints; batch and channel must be 1); "
-            "a filter tap k reads input offset k * dilation.");
+            "a filter tap k reads input offset k * dilation.")
+      .Length(4);
   return s;
 }
 
@@ -157,8 +161,11 @@ void RegisterConvBlocks(OpRegistry& registry) {
             "kh*dh, ow*sw - pad_left + kw*dw, g*in_per_group + i] * filter[kh, kw, i, o]. Grouped "
             "when the input depth is a multiple of the filter's in-depth.")
         .Input("input", kT, "4-D input [batch, in_height, in_width, in_channels] (NHWC) or NCHW.")
+        .Layout(LayoutRole::kActivation)
         .Input("filter", kT, "[filter_height, filter_width, in_channels / groups, out_channels].")
+        .Layout(LayoutRole::kFilter)
         .Output("output", kT, "4-D output [batch, out_height, out_width, out_channels] (or NCHW).")
+        .Layout(LayoutRole::kActivation)
         .SameDType({"input", "filter"});
     RegisterConv(registry, std::move(s), /*depthwise=*/false, ForwardShape, ForwardKernel);
   }
@@ -170,9 +177,12 @@ void RegisterConvBlocks(OpRegistry& registry) {
                "Shape of the input: 4 ints in data_format order, or 2 ints [height, width] (batch "
                "from out_backprop, depth from the filter).")
         .Input("filter", kT, "[filter_height, filter_width, in_channels / groups, out_channels].")
+        .Layout(LayoutRole::kFilter)
         .Input("out_backprop", kT,
                "Gradient w.r.t. the Conv2D output; shape of the forward output.")
+        .Layout(LayoutRole::kActivation)
         .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
+        .Layout(LayoutRole::kActivation)
         .SameDType({"filter", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropInputShape,
                  BackpropInputKernel);
@@ -182,11 +192,14 @@ void RegisterConvBlocks(OpRegistry& registry) {
     s.Category("Convolution")
         .Doc("Gradient of Conv2D with respect to its filter.")
         .Input("input", kT, "4-D input of the convolution (data_format order).")
+        .Layout(LayoutRole::kActivation)
         .Input("filter_sizes", kSizes,
                "Shape of the filter: 4 ints [fh, fw, in_channels / groups, out_channels].")
         .Input("out_backprop", kT,
                "Gradient w.r.t. the Conv2D output; shape of the forward output.")
+        .Layout(LayoutRole::kActivation)
         .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
+        .Layout(LayoutRole::kFilter)
         .SameDType({"input", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropFilterShape,
                  BackpropFilterKernel);
@@ -198,8 +211,11 @@ void RegisterConvBlocks(OpRegistry& registry) {
             "Depthwise 2-D convolution: output[n, oh, ow, c*M + m] = sum over kh, kw of input[n, "
             "oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, c] * filter[kh, kw, c, m].")
         .Input("input", kT, "4-D input [batch, in_height, in_width, in_channels] (NHWC) or NCHW.")
+        .Layout(LayoutRole::kActivation)
         .Input("filter", kT, "[filter_height, filter_width, in_channels, channel_multiplier].")
+        .Layout(LayoutRole::kFilter)
         .Output("output", kT, "4-D output with in_channels * channel_multiplier channels.")
+        .Layout(LayoutRole::kActivation)
         .SameDType({"input", "filter"});
     RegisterConv(registry, std::move(s), /*depthwise=*/true, ForwardShape, ForwardKernel);
   }
@@ -209,9 +225,12 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Doc("Gradient of depthwise convolution with respect to its input.")
         .Input("input_sizes", kSizes, "Shape of the input: 4 ints in data_format order.")
         .Input("filter", kT, "[filter_height, filter_width, in_channels, channel_multiplier].")
+        .Layout(LayoutRole::kFilter)
         .Input("out_backprop", kT,
                "Gradient w.r.t. the depthwise output; shape of the forward output.")
+        .Layout(LayoutRole::kActivation)
         .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
+        .Layout(LayoutRole::kActivation)
         .SameDType({"filter", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropInputShape,
                  BackpropInputKernel);
@@ -221,12 +240,15 @@ void RegisterConvBlocks(OpRegistry& registry) {
     s.Category("Convolution")
         .Doc("Gradient of depthwise convolution with respect to its filter.")
         .Input("input", kT, "4-D input of the convolution (data_format order).")
+        .Layout(LayoutRole::kActivation)
         .Input("filter_sizes", kSizes,
                "Shape of the filter: 4 ints [filter_height, filter_width, in_channels, "
                "channel_multiplier].")
         .Input("out_backprop", kT,
                "Gradient w.r.t. the depthwise output; shape of the forward output.")
+        .Layout(LayoutRole::kActivation)
         .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
+        .Layout(LayoutRole::kFilter)
         .SameDType({"input", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropFilterShape,
                  BackpropFilterKernel);

@@ -1,9 +1,11 @@
 // GraphDocument: wiring rules, undoable edits, copy/paste, save and load.
 #include <gtest/gtest.h>
 
+#include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
 
+#include "core/npy.h"
 #include "editor/graph_document.h"
 #include "test_util.h"
 
@@ -206,6 +208,46 @@ TEST(GraphDocument, MissingPositionsAreLaidOutInLayers) {
   ASSERT_TRUE(pa && p1 && p2);
   EXPECT_LT(pa->x(), p1->x());
   EXPECT_LT(p1->x(), p2->x());
+}
+
+TEST(GraphDocument, SaveToABareFileNameThenSaveAsElsewhereRebasesFiles) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  struct RestoreCwd {
+    QString path = QDir::currentPath();
+    ~RestoreCwd() { QDir::setCurrent(path); }
+  } restore;
+  ASSERT_TRUE(QDir::setCurrent(dir.path()));
+  ASSERT_TRUE(WriteNpy("w.npy", Tensor::FromVector<float>({1, 2})).ok());
+  GraphDocument doc;
+  doc.Reset(GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "w", "op": "Const", "attrs": {"dtype": "float32", "file": "w.npy"}}]})"));
+  Status st = doc.Save("g.json");
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(QDir().mkdir("sub"));
+  st = doc.Save("sub/g.json");
+  ASSERT_TRUE(st.ok()) << st.message();
+  const std::string file = doc.graph().FindNode("w")->attrs["file"].get<std::string>();
+  EXPECT_EQ(file, "../w.npy");
+  EXPECT_TRUE(QFile::exists(QString::fromStdString(ResolveGraphPath(doc.graph(), file))));
+}
+
+TEST(GraphDocument, PasteClashingIds) {
+  GraphDocument doc;
+  doc.Reset(GraphFromJson(kAddGraph));
+  const std::string clip = R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "a", "op": "Const", "attrs": {"dtype": "float32", "shape": [3], "value": 2}},
+    {"id": "a_1", "op": "Identity", "inputs": {"input": "a"}},
+    {"id": "s", "op": "Add", "inputs": {"x": "a", "y": "a_1"}}]})";
+  auto ids = doc.Paste(clip, QPointF(10, 10));
+  ASSERT_TRUE(ids.ok()) << ids.status().message();
+  ASSERT_EQ(ids->size(), 3u);
+  const Node* s = doc.graph().FindNode((*ids)[2]);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->inputs.at("x")[0].node, (*ids)[0]);
+  EXPECT_EQ(s->inputs.at("y")[0].node, (*ids)[1]);
+  EXPECT_EQ(doc.graph().FindNode((*ids)[1])->inputs.at("input")[0].node, (*ids)[0]);
+  EXPECT_TRUE(doc.analysis().ok());
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The canvas and the panels: palette drops, wiring by mouse, attribute edits, deletion.
+// The canvas: palette drops, wiring by mouse, node badges, deletion, dragging, copy/paste,
+// and painting far from the origin.
 #include <gtest/gtest.h>
 
 #include <QApplication>
@@ -9,6 +10,8 @@
 #include <QLineEdit>
 #include <QMimeData>
 #include <QMouseEvent>
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTreeWidget>
 
@@ -25,6 +28,7 @@ namespace {
 
 using testing::GraphFromJson;
 using testing::kAddGraph;
+using testing::WriteText;
 
 // The MIME data the palette produces when block `op` is dragged.
 QMimeData* PaletteMime(PaletteWidget* palette, const QString& op) {
@@ -187,72 +191,8 @@ TEST_F(EditorWindowTest, AttributeEditUpdatesShapesAndBadges) {
   EXPECT_FALSE(window_.scene()->FindNode("s")->has_issues());
 }
 
-TEST_F(EditorWindowTest, ConvAttributesUseSchemaEditors) {
-  auto id = doc()->AddNode("DepthwiseConv2dNativeBackpropInput", QPointF(700, 0));
-  ASSERT_TRUE(id.ok());
-  window_.SelectNode(*id);
-  AttributePanel* panel = window_.attributes();
-  ASSERT_NE(panel->EditorFor("strides"), nullptr);
-  EXPECT_EQ(panel->EditorFor("strides")->findChildren<QLineEdit*>().size(), 4);
-  EXPECT_EQ(panel->EditorFor("dilations")->findChildren<QLineEdit*>().size(), 4);
-  auto* padding = qobject_cast<QComboBox*>(panel->EditorFor("padding"));
-  ASSERT_NE(padding, nullptr);
-  auto* format = qobject_cast<QComboBox*>(panel->EditorFor("data_format"));
-  ASSERT_NE(format, nullptr);
-  EXPECT_EQ(format->currentText(), "NHWC");
-  EXPECT_FALSE(panel->IsRowVisible("explicit_paddings"));
 
-  padding->setCurrentText("EXPLICIT");
-  emit padding->activated(padding->currentIndex());
-  EXPECT_EQ(doc()->graph().FindNode(*id)->attrs["padding"], "EXPLICIT");
-  EXPECT_TRUE(panel->IsRowVisible("explicit_paddings"));
 
-  // Strides: typing four values commits one list.
-  auto fields = panel->EditorFor("strides")->findChildren<QLineEdit*>();
-  const char* values[] = {"1", "2", "2", "1"};
-  for (int i = 0; i < 4; ++i) fields[i]->setText(values[i]);
-  emit fields[3]->editingFinished();
-  EXPECT_EQ(doc()->graph().FindNode(*id)->attrs["strides"], nlohmann::json::array({1, 2, 2, 1}));
-}
-
-TEST_F(EditorWindowTest, NodeIdIsEditableAndChecked) {
-  window_.SelectNode("a");
-  auto* id_edit = qobject_cast<QLineEdit*>(window_.attributes()->EditorFor("id"));
-  ASSERT_NE(id_edit, nullptr);
-  id_edit->setText("b");
-  emit id_edit->editingFinished();
-  EXPECT_NE(doc()->graph().FindNode("a"), nullptr);
-  EXPECT_EQ(window_.StatusText(), "id 'b' is already used by another node");
-  id_edit = qobject_cast<QLineEdit*>(window_.attributes()->EditorFor("id"));
-  id_edit->setText("ones");
-  emit id_edit->editingFinished();
-  EXPECT_EQ(doc()->graph().FindNode("a"), nullptr);
-  EXPECT_NE(doc()->graph().FindNode("ones"), nullptr);
-  EXPECT_EQ(window_.scene()->SelectedNodeIds(), std::vector<std::string>{"ones"});
-  EXPECT_EQ(window_.attributes()->node_id(), "ones");
-}
-
-TEST_F(EditorWindowTest, ConstValueEditorWritesValuesFillOrFile) {
-  window_.SelectNode("b");
-  QWidget* editor = window_.attributes()->EditorFor("value");
-  ASSERT_NE(editor, nullptr);
-  auto* mode = editor->findChild<QComboBox*>("value_mode");
-  auto* text = editor->findChild<QLineEdit*>("value_text");
-  ASSERT_TRUE(mode && text);
-  EXPECT_EQ(text->text(), "1, 2, 3");
-  text->setText("7, 8.5, -1");
-  emit text->editingFinished();
-  EXPECT_EQ(doc()->graph().FindNode("b")->attrs["value"], nlohmann::json::parse("[7, 8.5, -1]"));
-  editor = window_.attributes()->EditorFor("value");
-  mode = editor->findChild<QComboBox*>("value_mode");
-  text = editor->findChild<QLineEdit*>("value_text");
-  mode->setCurrentIndex(2);
-  text->setText("b.npy");
-  emit text->editingFinished();
-  const Node* b = doc()->graph().FindNode("b");
-  EXPECT_EQ(b->attrs["file"], "b.npy");
-  EXPECT_FALSE(b->attrs.contains("value"));
-}
 
 TEST_F(EditorWindowTest, DraggingANodeMovesItUndoably) {
   NodeItem* s = window_.scene()->FindNode("s");
@@ -293,6 +233,45 @@ TEST_F(EditorWindowTest, CopyPasteAndDuplicate) {
   duplicate->trigger();
   EXPECT_NE(doc()->graph().FindNode("b_1"), nullptr);
   EXPECT_EQ(doc()->graph().nodes().size(), 6u);
+}
+
+TEST_F(EditorWindowTest, RunStateChangeDuringAWireDragKeepsNoDeletedPort) {
+  GraphScene* scene = window_.scene();
+  GraphView* view = window_.view();
+  QWidget* vp = view->viewport();
+  const QPoint from = view->mapFromScene(PortPos(scene, "a", true, "output"));
+  const QPoint to = view->mapFromScene(PortPos(scene, "s", false, "y"));
+  SendMouse(vp, QEvent::MouseButtonPress, from, Qt::LeftButton, Qt::LeftButton);
+  SendMouse(vp, QEvent::MouseMove, to, Qt::NoButton, Qt::LeftButton);  // s.y is the drop target
+  // A run starts meanwhile (F5): 's' gets its run footer, so its ports are rebuilt.
+  scene->SetRunState("s", RunState::kPending);
+  scene->SetRunState("s", RunState::kIdle);
+  SendMouse(vp, QEvent::MouseMove, (from + to) / 2, Qt::NoButton, Qt::LeftButton);
+  SendMouse(vp, QEvent::MouseMove, to, Qt::NoButton, Qt::LeftButton);
+  SendMouse(vp, QEvent::MouseButtonRelease, to, Qt::LeftButton, Qt::NoButton);
+  EXPECT_EQ(doc()->graph().FindNode("s")->inputs.at("y")[0].node, "a");
+}
+
+TEST(Canvas, NodeFarAwayDoesNotHangTheCanvas) {
+  // Drawing the grid stepped x += 24 from x = 1e18, where that addition changes nothing: the
+  // editor hung (and grew without bound) when the canvas was painted.
+  QTemporaryDir dir;
+  const QString graph = dir.filePath("far.json");
+  WriteText(graph, R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "a", "op": "Const", "attrs": {"dtype": "float32", "shape": [2], "value": 1},
+     "ui": {"x": 1e18, "y": 1e18}}]})");
+  QProcess p;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("QT_QPA_PLATFORM", "offscreen");
+  p.setProcessEnvironment(env);
+  p.start(BF_EDITOR_EXE, {graph, "--screenshot", dir.filePath("far.png")});
+  const bool finished = p.waitForFinished(20000);
+  if (!finished) {
+    p.kill();
+    p.waitForFinished();
+  }
+  ASSERT_TRUE(finished);
+  EXPECT_EQ(p.exitCode(), 0) << p.readAllStandardError().toStdString();
 }
 
 TEST(SamplesDir, FollowsTheEnvironmentVariable) {

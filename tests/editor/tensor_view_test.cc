@@ -1,10 +1,9 @@
-// Slices, heatmaps, the value table and number-list parsing.
+// Slices, heatmaps and their colours (NaN, subnormal scales), and the value table.
 #include <cmath>
 #include <limits>
 
 #include <gtest/gtest.h>
 
-#include "editor/attribute_panel.h"
 #include "editor/tensor_view.h"
 
 namespace blockflow::editor {
@@ -71,14 +70,26 @@ TEST(TensorSliceModel, ShowsTheChosenSlice) {
   EXPECT_EQ(model.data(model.index(0, 0), Qt::DisplayRole).toString(), "1");
 }
 
-TEST(ParseNumberList, KeepsIntegersAndReportsBadTokens) {
-  QString err;
-  EXPECT_EQ(ParseNumberList("1, 8 8,2", &err), nlohmann::json::parse("[1, 8, 8, 2]"));
-  EXPECT_TRUE(ParseNumberList("1, 8 8,2", &err)[0].is_number_integer());
-  EXPECT_EQ(ParseNumberList("[0.5, -2]", &err), nlohmann::json::parse("[0.5, -2]"));
-  EXPECT_TRUE(ParseNumberList("1, x", &err).is_null());
-  EXPECT_EQ(err, "'x' is not a number");
-  EXPECT_EQ(FormatNumberList(nlohmann::json::parse("[1, 2.5]")), "1, 2.5");
+TEST(Heatmap, HeatmapOfTinyValuesDoesNotProduceNaNColours) {
+  // |max| is subnormal: 1/max overflows to inf and 0 * inf is NaN.
+  const double tiny = 1e-310;
+  Tensor t = Tensor::FromVector<double>({0.0, tiny, -tiny, std::numeric_limits<double>::quiet_NaN()},
+                                        Shape{2, 2});
+  const Slice2D s = MakeSlice(t.shape(), SliceLayout::kNHWC, 0, 0);
+  double m = 0;
+  const QImage img = HeatmapImage(t, s, &m);
+  ASSERT_EQ(img.width(), 2);
+  EXPECT_EQ(img.pixelColor(0, 0), DivergingColor(0));
+  EXPECT_EQ(img.pixelColor(1, 0), DivergingColor(1));
+  EXPECT_EQ(img.pixelColor(0, 1), DivergingColor(-1));
+  EXPECT_EQ(img.pixelColor(1, 1), QColor(255, 0, 255));
+}
+
+TEST(Heatmap, DivergingColorOfNaNIsDefined) {
+  const QColor c = DivergingColor(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_TRUE(c.isValid());
+  EXPECT_EQ(DivergingColor(std::numeric_limits<double>::infinity()), DivergingColor(1));
+  EXPECT_EQ(DivergingColor(-std::numeric_limits<double>::infinity()), DivergingColor(-1));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <QApplication>
+#include <QFile>
 #include <QList>
 #include <QSignalSpy>
 #include <QVariant>
@@ -19,6 +20,13 @@ namespace blockflow::editor::testing {
 
 /// A file of tests/editor/data.
 inline QString DataPath(const QString& name) { return QString(BF_EDITOR_TEST_DATA) + "/" + name; }
+
+/// Writes `text` to the file `path` (replacing it).
+inline void WriteText(const QString& path, const QByteArray& text) {
+  QFile f(path);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly)) << path.toStdString();
+  f.write(text);
+}
 
 /// Parses graph JSON written in a test (CHECKs that it parses).
 inline Graph GraphFromJson(const std::string& text) {

@@ -27,5 +27,44 @@ TEST(DocsTest, MarkdownListsEveryBlockWithItsAttrs) {
   }
 }
 
+// The schema facts reach `blockflow ops --json` and the Markdown, for tools and readers.
+TEST(DocsTest, CatalogShowsTheSchemaFacts) {
+  RegisterBuiltinBlocks();
+  const nlohmann::ordered_json ops = cli::CatalogJson(OpRegistry::Global())["ops"];
+  auto op = [&](const std::string& name) {
+    for (const auto& o : ops) {
+      if (o["name"] == name) return o;
+    }
+    ADD_FAILURE() << "no " << name;
+    return nlohmann::ordered_json();
+  };
+  auto attr = [&](const std::string& name, const std::string& a) {
+    const nlohmann::ordered_json o = op(name);  // the loop below must not read a temporary
+    for (const auto& j : o["attrs"]) {
+      if (j["name"] == a) return j;
+    }
+    ADD_FAILURE() << "no " << name << "." << a;
+    return nlohmann::ordered_json();
+  };
+  EXPECT_EQ(attr("Conv2D", "strides")["length"], 4);
+  EXPECT_EQ(attr("Conv2D", "explicit_paddings")["length"], 8);
+  EXPECT_EQ(attr("Conv2D", "explicit_paddings")["visible_when"],
+            nlohmann::ordered_json({{"attr", "padding"}, {"value", "EXPLICIT"}}));
+  EXPECT_FALSE(attr("Conv2D", "padding").contains("length"));
+  EXPECT_EQ(attr("Const", "file")["file_kind"], "npy");
+  EXPECT_EQ(attr("Const", "file")["alternative_to"], "value");
+  EXPECT_EQ(op("Placeholder")["outputs"][0]["feed_file"], "npy");
+  EXPECT_EQ(op("Conv2DBackpropFilter")["inputs"][0]["layout"], "activation");
+  EXPECT_EQ(op("Conv2DBackpropFilter")["outputs"][0]["layout"], "filter");
+  EXPECT_FALSE(op("Add")["inputs"][0].contains("layout"));
+
+  const std::string md = cli::CatalogMarkdown(OpRegistry::Global());
+  EXPECT_NE(md.find("| `strides` | ints (4) |"), std::string::npos);
+  EXPECT_NE(md.find("Empty otherwise. Only with padding EXPLICIT. |"), std::string::npos);
+  EXPECT_NE(md.find("shape filter_sizes. Layout: HWIO. |"), std::string::npos);
+  const std::string text = cli::CatalogText(OpRegistry::Global());
+  EXPECT_NE(text.find("attr   dilations: ints (4) = [1,1,1,1]"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace blockflow::testing
