@@ -168,16 +168,27 @@ std::string PlanKey(const std::map<std::string, Tensor>& feeds,
   return key;
 }
 
-// The files a node's attrs name (a Const `file`), resolved against the graph's folder.
-std::vector<std::string> FilesOf(const Node& node, const std::string& base_dir) {
+// The files a node's attrs name (attrs whose schema gives a file kind, such as a Const's
+// `file`), resolved against the graph's folder.
+std::vector<std::string> FilesOf(const Node& node, const OpSchema* schema,
+                                 const std::string& base_dir) {
   std::vector<std::string> files;
-  auto it = node.attrs.find("file");
-  if (it != node.attrs.end() && it->is_string()) {
+  if (!schema) return files;
+  for (const AttrDef& def : schema->attrs()) {
+    if (def.file_kind == FileKind::kNone) continue;
+    auto it = node.attrs.find(def.name);
+    if (it == node.attrs.end() || !it->is_string()) continue;
     std::filesystem::path path(it->get<std::string>());
     if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
     files.push_back(path.string());
   }
   return files;
+}
+
+// True for blocks whose value comes from a run's feeds (Placeholder).
+bool TakesFeeds(const OpSchema* schema) {
+  return schema && std::any_of(schema->outputs().begin(), schema->outputs().end(),
+                               [](const OutputDef& o) { return o.feed_file != FileKind::kNone; });
 }
 
 // Drops values that came from this run's feeds: a plan outlives the run.
@@ -256,7 +267,7 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
     const int i = index(id);
     if (i < 0) return NotFound("cannot feed '" + id + "': there is no node '" + id + "'");
     const Node& node = nodes[static_cast<size_t>(i)];
-    if (node.op != "Placeholder") {
+    if (!TakesFeeds(registry_.Find(node.op))) {
       return InvalidArgument(Who(node) + "cannot be fed: only Placeholder nodes take feeds");
     }
   }
@@ -264,7 +275,7 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
   // plan that looks current but holds old values.
   std::vector<std::pair<std::string, FileStamp>> files;
   for (const Node& node : nodes) {
-    for (const std::string& path : FilesOf(node, graph_.base_dir)) {
+    for (const std::string& path : FilesOf(node, registry_.Find(node.op), graph_.base_dir)) {
       Expected<FileStamp> stamp = StampFile(path);
       if (stamp.ok()) files.emplace_back(path, *stamp);
     }
@@ -305,7 +316,7 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    if (needed[i] && nodes[i].op == "Placeholder" && !feeds.count(nodes[i].id)) {
+    if (needed[i] && TakesFeeds(registry_.Find(nodes[i].op)) && !feeds.count(nodes[i].id)) {
       return InvalidArgument(Who(nodes[i]) +
                              "needs a value: it is needed by the fetched outputs but was not fed");
     }
