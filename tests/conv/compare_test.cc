@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "blocks/conv/conv_internal.h"
+#include "blocks/conv/isa.h"
 #include "conv_test_util.h"
 
 namespace blockflow::conv::testing {
@@ -251,7 +251,9 @@ TEST(EmptyTensors, ZerosOfTheRightShape) {
     Tensor dx(DType::kFloat64, p.InputShape());
     for (int64_t i = 0; i < dx.num_elements(); ++i)
       dx.SetFromDouble(i, 7.0);  // must be overwritten
-    ASSERT_TRUE(RunConv2DBackpropInput(kind, r->attrs, r->geometry, w, dy, &dx, 2).ok());
+    KernelContext k;
+    k.num_threads = 2;
+    ASSERT_TRUE(RunConv(kind, StateOf(1, *r), w, dy, &dx, k).ok());
     for (int64_t i = 0; i < dx.num_elements(); ++i) ASSERT_EQ(dx.GetAsDouble(i), 0.0);
   }
 }
