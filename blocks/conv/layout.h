@@ -112,12 +112,4 @@ void StoreNHWC(const C* src, Tensor* out, DataFormat format, int64_t n, int64_t 
   }
 }
 
-/// Rounds (once) a filter-shaped buffer into `out`, unless the kernel wrote into it directly.
-template <typename T, typename C>
-void StoreFlat(const C* src, Tensor* out) {
-  T* dst = out->data<T>();
-  if (static_cast<const void*>(src) == static_cast<const void*>(dst)) return;
-  for (int64_t i = 0; i < out->num_elements(); ++i) dst[i] = static_cast<T>(src[i]);
-}
-
 }  // namespace blockflow::conv::internal

@@ -129,6 +129,13 @@ inline Problem RandomProblem(std::mt19937_64& rng, bool depthwise) {
   }
 }
 
+/// A 1-D int32 tensor of a shape's dims (the `input_sizes` and `filter_sizes` ports).
+inline Tensor SizesTensor(const Shape& s) {
+  Tensor t(DType::kInt32, Shape{s.rank()});
+  for (int i = 0; i < s.rank(); ++i) t.SetFromDouble(i, static_cast<double>(s.dim(i)));
+  return t;
+}
+
 /// Sum of x * y in double.
 inline double Dot(const Tensor& x, const Tensor& y) {
   double s = 0;
@@ -141,14 +148,6 @@ inline double AbsDot(const Tensor& x, const Tensor& y) {
   for (int64_t i = 0; i < x.num_elements(); ++i)
     s += std::fabs(x.GetAsDouble(i) * y.GetAsDouble(i));
   return s;
-}
-
-/// The distance in units in the last place between two 16-bit floats stored as bits.
-inline int UlpDistance16(uint16_t a, uint16_t b) {
-  auto ordered = [](uint16_t v) {
-    return (v & 0x8000) ? -static_cast<int>(v & 0x7fff) : static_cast<int>(v);
-  };
-  return std::abs(ordered(a) - ordered(b));
 }
 
 /// The state of op 0..2 (forward, input grad, filter grad) on a resolved problem.
