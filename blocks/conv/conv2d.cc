@@ -431,17 +431,7 @@ BF_CONV_ROW_FNS(BackpropFilterRow, BackpropFilterRowT, double)
 
 // The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
 // flag before each row.
-template <typename T>
-struct Conv2DKernels {
-  static void Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
-                      Tensor* output, const KernelContext& ctx);
-  static void BackpropInput(const ConvState& state, const Tensor& filter,
-                            const Tensor& out_backprop, Tensor* input_grad,
-                            const KernelContext& ctx);
-  static void BackpropFilter(const ConvState& state, const Tensor& input,
-                             const Tensor& out_backprop, Tensor* filter_grad,
-                             const KernelContext& ctx);
-};
+BF_CONV_KERNEL_SET(Conv2DKernels);
 
 template <typename T>
 void Conv2DKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,

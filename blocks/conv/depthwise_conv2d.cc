@@ -347,17 +347,7 @@ class ExpandedRows {
 
 // The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
 // flag before each row.
-template <typename T>
-struct DepthwiseKernels {
-  static void Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
-                      Tensor* output, const KernelContext& ctx);
-  static void BackpropInput(const ConvState& state, const Tensor& filter,
-                            const Tensor& out_backprop, Tensor* input_grad,
-                            const KernelContext& ctx);
-  static void BackpropFilter(const ConvState& state, const Tensor& input,
-                             const Tensor& out_backprop, Tensor* filter_grad,
-                             const KernelContext& ctx);
-};
+BF_CONV_KERNEL_SET(DepthwiseKernels);
 
 template <typename T>
 void DepthwiseKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,

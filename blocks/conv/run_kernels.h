@@ -37,3 +37,18 @@ static Status RunKernels(const ConvState& s, const Tensor& a, const Tensor& b, T
 }
 
 }  // namespace blockflow::conv::internal
+
+/// Declares a kernel set `Name<T>` for RunKernels, its members defined in the family's file:
+/// one function per op, each taking (state, a, b, out, ctx) as ConvOp orders a and b.
+#define BF_CONV_KERNEL_SET(Name)                                                           \
+  template <typename T>                                                                    \
+  struct Name {                                                                            \
+    static void Forward(const ConvState& state, const Tensor& input, const Tensor& filter, \
+                        Tensor* output, const KernelContext& ctx);                         \
+    static void BackpropInput(const ConvState& state, const Tensor& filter,                \
+                              const Tensor& out_backprop, Tensor* input_grad,              \
+                              const KernelContext& ctx);                                   \
+    static void BackpropFilter(const ConvState& state, const Tensor& input,                \
+                               const Tensor& out_backprop, Tensor* filter_grad,            \
+                               const KernelContext& ctx);                                  \
+  }
