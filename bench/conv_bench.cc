@@ -19,18 +19,16 @@
 #include <thread>
 #include <vector>
 
-#include "blocks/conv/conv2d.h"
-#include "blocks/conv/conv_geometry.h"
-#include "blocks/conv/depthwise_conv2d.h"
+#include "bench/shape_suite.h"
+#include "blocks/conv/conv_kernels.h"
 #include "core/tensor.h"
 
 namespace blockflow::conv {
 namespace {
 
 struct BenchCase {
-  std::string name, op;
-  ConvAttrs attrs;
-  ConvGeometry geometry;
+  std::string name;
+  ConvState state;
   double gflop = 0;
   Shape x_shape, w_shape, dy_shape;
   uint64_t seed = 0;
@@ -52,24 +50,14 @@ void RunCase(benchmark::State& state, BenchCase& c, KernelKind kind, int threads
     c.w = Random(c.w_shape, c.seed + 1);
     c.dy = Random(c.dy_shape, c.seed + 2);
   }
-  const ConvGeometry& g = c.geometry;
-  Tensor out(DType::kFloat32, c.op == "Conv2D" || c.op == "DepthwiseConv2dNative" ? c.dy.shape()
-                              : c.op.find("BackpropInput") != std::string::npos   ? c.x.shape()
-                                                                                  : c.w.shape());
+  const ConvOp op = c.state.op;
+  Tensor out(DType::kFloat32, OperandShapes(c.state).out);
+  const Tensor& a = op == ConvOp::kBackpropInput ? c.w : c.x;
+  const Tensor& b = op == ConvOp::kForward ? c.w : c.dy;
+  KernelContext k;
+  k.num_threads = threads;
   for (auto _ : state) {
-    Status s;
-    if (c.op == "Conv2D")
-      s = RunConv2D(kind, c.attrs, g, c.x, c.w, &out, threads);
-    else if (c.op == "Conv2DBackpropInput")
-      s = RunConv2DBackpropInput(kind, c.attrs, g, c.w, c.dy, &out, threads);
-    else if (c.op == "Conv2DBackpropFilter")
-      s = RunConv2DBackpropFilter(kind, c.attrs, g, c.x, c.dy, &out, threads);
-    else if (c.op == "DepthwiseConv2dNative")
-      s = RunDepthwiseConv2d(kind, c.attrs, g, c.x, c.w, &out, threads);
-    else if (c.op == "DepthwiseConv2dNativeBackpropInput")
-      s = RunDepthwiseConv2dBackpropInput(kind, c.attrs, g, c.w, c.dy, &out, threads);
-    else
-      s = RunDepthwiseConv2dBackpropFilter(kind, c.attrs, g, c.x, c.dy, &out, threads);
+    const Status s = RunConv(kind, c.state, a, b, &out, k);
     if (!s.ok()) {
       state.SkipWithError(s.message().c_str());
       break;
@@ -85,63 +73,36 @@ void RunCase(benchmark::State& state, BenchCase& c, KernelKind kind, int threads
       benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-std::vector<int64_t> Ints(const nlohmann::json& j) { return j.get<std::vector<int64_t>>(); }
-
 int RegisterSuite(const std::string& path, int threads) {
-  std::ifstream f(path);
-  if (!f) {
-    std::fprintf(stderr, "error: cannot open shape suite '%s'\n", path.c_str());
+  Expected<std::vector<SuiteShape>> suite = LoadShapeSuite(path);
+  if (!suite.ok()) {
+    std::fprintf(stderr, "error: %s\n", suite.status().message().c_str());
     return 1;
   }
-  const nlohmann::json suite = nlohmann::json::parse(f);
   static std::vector<std::unique_ptr<BenchCase>> cases;
   uint64_t seed = 1;
-  for (const nlohmann::json& s : suite["shapes"]) {
-    const bool depthwise = s["kind"] == "depthwise";
-    AttrMap attrs(nlohmann::json{{"strides", s["strides"]}, {"padding", s["padding"]}});
-    Expected<ConvAttrs> a = ParseConvAttrs(attrs);
-    const Shape in(Ints(s["input"])), filter(Ints(s["filter"]));
-    Expected<ConvGeometry> g =
-        a.ok() ? MakeConvGeometry(*a, in, filter, depthwise) : Expected<ConvGeometry>(a.status());
-    if (!g.ok()) {
-      std::fprintf(stderr, "error: shape '%s': %s\n", s["name"].get<std::string>().c_str(),
-                   g.status().message().c_str());
-      return 1;
-    }
-    // The suite lists the output and pads for reference: they must agree with our geometry.
-    const Shape out = OutputShape(*a, *g);
-    const std::vector<int64_t> pads = {g->pad_top, g->pad_bottom, g->pad_left, g->pad_right};
-    if (out != Shape(Ints(s["output"])) || pads != Ints(s["pads_tblr"]) ||
-        std::abs(g->Flops() / 1e9 - s["gflop"].get<double>()) > 1e-5) {
-      std::fprintf(stderr, "error: shape '%s': output %s pads %s flops %g differ from the suite\n",
-                   s["name"].get<std::string>().c_str(), out.ToString().c_str(),
-                   IntsToString(pads).c_str(), g->Flops() / 1e9);
-      return 1;
-    }
-    std::vector<std::string> ops = s["ops"].get<std::vector<std::string>>();
-    if (!depthwise) ops.push_back("Conv2D");
-    for (const std::string& op : ops) {
+  for (const SuiteShape& s : *suite) {
+    for (ConvOp op : s.ops) {
       auto c = std::make_unique<BenchCase>();
-      c->name = s["name"];
-      c->op = op;
-      c->attrs = *a;
-      c->geometry = *g;
-      c->gflop = g->Flops() / 1e9;
-      c->x_shape = in;
-      c->w_shape = filter;
-      c->dy_shape = out;
+      c->name = s.name;
+      c->state = *s.State(op);
+      c->gflop = s.gflop;
+      c->x_shape = s.input;
+      c->w_shape = s.filter;
+      c->dy_shape = s.output;
       c->seed = seed;
       seed += 3;
       BenchCase* cp = c.get();
       cases.push_back(std::move(c));
-      benchmark::RegisterBenchmark((op + "/" + cp->name + "/optimized").c_str(),
+      const std::string name = std::string(ConvOpName(op, s.depthwise)) + "/" + cp->name;
+      benchmark::RegisterBenchmark((name + "/optimized").c_str(),
                                    [cp, threads](benchmark::State& st) {
                                      RunCase(st, *cp, KernelKind::kOptimized, threads);
                                    })
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
-      if (s.value("naive", false)) {
-        benchmark::RegisterBenchmark((op + "/" + cp->name + "/reference").c_str(),
+      if (s.naive) {
+        benchmark::RegisterBenchmark((name + "/reference").c_str(),
                                      [cp, threads](benchmark::State& st) {
                                        RunCase(st, *cp, KernelKind::kReference, threads);
                                      })

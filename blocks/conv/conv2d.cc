@@ -7,7 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "blocks/conv/conv_internal.h"
+#include "blocks/conv/optimized_util.h"
+#include "blocks/conv/run_kernels.h"
 
 // The kernels pass 64-byte vectors between always-inlined helpers; GCC's note that this
 // changes the ABI on targets without AVX-512 (-Wpsabi) does not apply to inlined code.
@@ -18,38 +19,6 @@ namespace {
 
 using internal::ComputeT;
 using internal::ThreadsFor;
-
-// ---------------------------------------------------------------------------------------------
-// Reference kernels: the definitions in plain loops, any data_format, accumulating in
-// ComputeT<T> (float for 16-bit types and float32, double for float64), rounding once.
-// Filter HWIO [fh, fw, in_depth / groups, out_depth]; group of output channel co is
-// co / (out_depth / groups) and it reads input channels group * filter_in_depth + ci.
-// ---------------------------------------------------------------------------------------------
-
-// y[n, oh, ow, co] = sum_{kh, kw, ci} x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, grp*cig + ci]
-//                                   * w[kh, kw, ci, co]          (taps outside x read zero)
-// dx and dw are the same sum scattered to the input and to the filter (internal::ForEachTap).
-template <typename T>
-internal::ReferenceConv<T> Reference(const ConvAttrs& a, const ConvGeometry& g) {
-  return {a.format, g, g.filter_in_depth, g.out_depth / g.groups};
-}
-
-template <typename T>
-void Conv2DReference(const ConvAttrs& a, const ConvGeometry& g, const T* x, const T* w, T* y) {
-  Reference<T>(a, g).Forward(x, w, y);
-}
-
-template <typename T>
-void Conv2DBackpropInputReference(const ConvAttrs& a, const ConvGeometry& g, const T* w,
-                                  const T* dy, T* dx) {
-  Reference<T>(a, g).BackpropInput(w, dy, dx);
-}
-
-template <typename T>
-void Conv2DBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g, const T* x,
-                                   const T* dy, T* dw) {
-  Reference<T>(a, g).BackpropFilter(x, dy, dw);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Optimized kernels: NHWC compute buffers of C (float or double), one row per call, parallel
@@ -460,9 +429,16 @@ BF_CONV_ROW_FNS(BackpropInputRow, BackpropInputRowT, double)
 BF_CONV_ROW_FNS(BackpropFilterRow, BackpropFilterRowT, float)
 BF_CONV_ROW_FNS(BackpropFilterRow, BackpropFilterRowT, double)
 
+// The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
+// flag before each row.
+BF_CONV_KERNEL_SET(Conv2DKernels);
+
 template <typename T>
-void Conv2DOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
-                     const Tensor& filter, Tensor* output, int num_threads) {
+void Conv2DKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
+                               Tensor* output, const KernelContext& ctx) {
+  const ConvAttrs& a = state.attrs;
+  const ConvGeometry& g = state.geometry;
+  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
   std::vector<C> xbuf, wbuf, ybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
@@ -477,15 +453,22 @@ void Conv2DOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& in
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.filter_in_depth * g.out_depth;
 #pragma omp parallel for num_threads(ThreadsFor(num_threads, rows* row_cost, 1 << 15)) \
     schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
+  for (int64_t r = 0; r < rows; ++r) {
+    if (ctx.cancelled()) continue;
     row(g, x, packed.data(), y, r / g.out_h, r % g.out_h, zeros.data(), nullptr);
+  }
+  if (ctx.cancelled()) return;
   internal::StoreNHWC<T, C>(y, output, a.format, g.batch, g.out_h, g.out_w, g.out_depth,
                             num_threads);
 }
 
 template <typename T>
-void Conv2DBackpropInputOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& filter,
-                                  const Tensor& out_backprop, Tensor* input_grad, int num_threads) {
+void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
+                                     const Tensor& out_backprop, Tensor* input_grad,
+                                     const KernelContext& ctx) {
+  const ConvAttrs& a = state.attrs;
+  const ConvGeometry& g = state.geometry;
+  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
   std::vector<C> dybuf, dxbuf;
   const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
@@ -524,17 +507,22 @@ void Conv2DBackpropInputOptimized(const ConvAttrs& a, const ConvGeometry& g, con
   std::vector<IntPair> scratch(static_cast<size_t>(nt * pairs));
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
+    if (ctx.cancelled()) continue;
     row(g, wt.data(), dy, dx, r / g.in_h, r % g.in_h, zeros.data(),
         scratch.data() + omp_get_thread_num() * pairs);
   }
+  if (ctx.cancelled()) return;
   internal::StoreNHWC<T, C>(dx, input_grad, a.format, g.batch, g.in_h, g.in_w, g.in_depth,
                             num_threads);
 }
 
 template <typename T>
-void Conv2DBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
-                                   const Tensor& out_backprop, Tensor* filter_grad,
-                                   int num_threads) {
+void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& input,
+                                      const Tensor& out_backprop, Tensor* filter_grad,
+                                      const KernelContext& ctx) {
+  const ConvAttrs& a = state.attrs;
+  const ConvGeometry& g = state.geometry;
+  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
   std::vector<C> xbuf, dybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
@@ -547,52 +535,18 @@ void Conv2DBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g, co
   const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
   const RowFn<C> row = BackpropFilterRow(C{});
   internal::SumRowsPerThread<T, C>(
-      rows, fsize, nt, num_threads, filter_grad->data<T>(),
+      rows, fsize, nt, ctx, filter_grad->data<T>(),
       [&](int64_t r, C* mine) { row(g, x, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr); });
 }
 
 }  // namespace
 
-Status RunConv2D(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
-                 const Tensor& filter, Tensor* output, int num_threads) {
-  return internal::RunFloatKernel("Conv2D", input, filter, output, [&](auto tag) {
-    using T = decltype(tag);
-    if (kind == KernelKind::kReference) {
-      Conv2DReference<T>(a, g, input.data<T>(), filter.data<T>(), output->data<T>());
-    } else {
-      Conv2DOptimized<T>(a, g, input, filter, output, num_threads);
-    }
-  });
+namespace internal {
+
+Status RunConv2DKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
+                        const KernelContext& ctx) {
+  return RunKernels<Conv2DKernels>(state, a, b, out, ctx);
 }
 
-Status RunConv2DBackpropInput(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
-                              const Tensor& filter, const Tensor& out_backprop, Tensor* input_grad,
-                              int num_threads) {
-  return internal::RunFloatKernel(
-      "Conv2DBackpropInput", filter, out_backprop, input_grad, [&](auto tag) {
-        using T = decltype(tag);
-        if (kind == KernelKind::kReference) {
-          Conv2DBackpropInputReference<T>(a, g, filter.data<T>(), out_backprop.data<T>(),
-                                          input_grad->data<T>());
-        } else {
-          Conv2DBackpropInputOptimized<T>(a, g, filter, out_backprop, input_grad, num_threads);
-        }
-      });
-}
-
-Status RunConv2DBackpropFilter(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
-                               const Tensor& input, const Tensor& out_backprop, Tensor* filter_grad,
-                               int num_threads) {
-  return internal::RunFloatKernel(
-      "Conv2DBackpropFilter", input, out_backprop, filter_grad, [&](auto tag) {
-        using T = decltype(tag);
-        if (kind == KernelKind::kReference) {
-          Conv2DBackpropFilterReference<T>(a, g, input.data<T>(), out_backprop.data<T>(),
-                                           filter_grad->data<T>());
-        } else {
-          Conv2DBackpropFilterOptimized<T>(a, g, input, out_backprop, filter_grad, num_threads);
-        }
-      });
-}
-
+}  // namespace internal
 }  // namespace blockflow::conv

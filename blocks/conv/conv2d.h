@@ -1,30 +1,14 @@
-// The Conv2D family: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter (grouped when the
-// input depth is a multiple of the filter's in-depth): the kernels. Their shape functions and
-// kernel wrappers, shared with the depthwise family, are in conv_blocks.cc.
-//
-//   ASSIGN_OR_RETURN(ConvAttrs a, ParseConvAttrs(attrs));
-//   ASSIGN_OR_RETURN(ConvGeometry g, MakeConvGeometry(a, x.shape(), w.shape(), false));
-//   Tensor y(x.dtype(), OutputShape(a, g));
-//   RETURN_IF_ERROR(RunConv2D(KernelKind::kOptimized, a, g, x, w, &y, 2));
+// The Conv2D family's optimized kernels: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter
+// (grouped when the input depth is a multiple of the filter's in-depth). Not part of the public
+// API: run them through RunConv (conv_kernels.h); the blocks are registered in conv_blocks.cc.
 #pragma once
 
-#include "blocks/conv/conv_geometry.h"
-#include "core/tensor.h"
+#include "blocks/conv/conv_kernels.h"
 
-namespace blockflow::conv {
+namespace blockflow::conv::internal {
 
-/// Which implementation of a convolution kernel to run.
-enum class KernelKind { kReference, kOptimized };
+/// Runs the optimized Conv2D-family kernel of `s.op` (RunConv checked the operands).
+Status RunConv2DKernels(const ConvState& s, const Tensor& a, const Tensor& b, Tensor* out,
+                        const KernelContext& k);
 
-// Direct entry points (tests and benchmarks): tensors in `a.format`, filter HWIO, `output`
-// already allocated with the right dtype and shape. Every output element is written.
-Status RunConv2D(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
-                 const Tensor& filter, Tensor* output, int num_threads);
-Status RunConv2DBackpropInput(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
-                              const Tensor& filter, const Tensor& out_backprop, Tensor* input_grad,
-                              int num_threads);
-Status RunConv2DBackpropFilter(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
-                               const Tensor& input, const Tensor& out_backprop, Tensor* filter_grad,
-                               int num_threads);
-
-}  // namespace blockflow::conv
+}  // namespace blockflow::conv::internal

@@ -1,12 +1,13 @@
 // Registers the six convolution blocks with TensorFlow's names, ports, attrs and rules, and
-// holds their shape functions and kernel wrappers: one of each per op, serving the Conv2D and
-// the depthwise family alike (`depthwise` selects the filter layout and the kernel).
+// holds their shape functions, prepare function and kernel wrapper: one of each per op, serving
+// the Conv2D and the depthwise family alike (`depthwise` selects the filter layout and the
+// kernel).
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "blocks/conv/conv2d.h"
-#include "blocks/conv/depthwise_conv2d.h"
+#include "blocks/conv/conv_kernels.h"
 #include "blocks/register_blocks.h"
 
 namespace blockflow {
@@ -14,6 +15,8 @@ namespace {
 
 using conv::ConvAttrs;
 using conv::ConvGeometry;
+using conv::ConvOp;
+using conv::ConvState;
 using conv::KernelKind;
 
 // ---------------------------------------------------------------------------------------------
@@ -56,44 +59,36 @@ Status BackpropFilterShape(InferContext& c, bool depthwise) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Kernel wrappers: resolve the geometry from the tensors and run the family's kernel.
+// Prepare and run: the attrs are parsed and the geometry resolved once per node, from the
+// node's inferred shapes; every run then only checks its tensors against them.
 // ---------------------------------------------------------------------------------------------
 
-Status ForwardKernel(KernelContext& k, KernelKind kind, bool depthwise) {
-  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(*k.attrs));
-  const Tensor& x = k.input(0);
-  const Tensor& w = k.input(1);
-  ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, x.shape(), w.shape(), depthwise));
-  Tensor& y = k.AllocateOutput(0);
-  if (y.shape() != conv::OutputShape(a, g)) {
-    return Internal("output shape " + y.shape().ToString() + " differs from the computed " +
-                    conv::OutputShape(a, g).ToString());
+// The ports each op reads its operands from (see conv::ConvOp): forward (input, filter),
+// BackpropInput (filter, out_backprop), BackpropFilter (input, out_backprop).
+int PortOfA(ConvOp op) { return op == ConvOp::kBackpropInput ? 1 : 0; }
+int PortOfB(ConvOp op) { return op == ConvOp::kForward ? 1 : 2; }
+
+Expected<std::shared_ptr<const void>> PrepareConv(const PrepareContext& p, ConvOp op,
+                                                  bool depthwise) {
+  const std::vector<PortInfo>& in = *p.inputs;
+  const Shape& out = (*p.outputs)[0].shape;
+  // The geometry's input and filter: given, or (for a gradient) the output's shape.
+  const Shape& input = op == ConvOp::kBackpropInput ? out : in[0].shape;
+  const Shape& filter = op == ConvOp::kBackpropFilter ? out : in[1].shape;
+  ASSIGN_OR_RETURN(ConvState s, conv::MakeConvState(op, *p.attrs, input, filter, depthwise));
+  if (op != ConvOp::kForward) {
+    RETURN_IF_ERROR(conv::CheckOutBackprop(s.attrs, s.geometry, input, filter, in[2].shape));
   }
-  const auto run = depthwise ? conv::RunDepthwiseConv2d : conv::RunConv2D;
-  return run(kind, a, g, x, w, &y, k.num_threads);
+  return std::shared_ptr<const void>(std::make_shared<const ConvState>(std::move(s)));
 }
 
-Status BackpropInputKernel(KernelContext& k, KernelKind kind, bool depthwise) {
-  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(*k.attrs));
-  const Tensor& w = k.input(1);
-  const Tensor& dy = k.input(2);
-  Tensor& dx = k.AllocateOutput(0);
-  ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, dx.shape(), w.shape(), depthwise));
-  RETURN_IF_ERROR(conv::CheckOutBackprop(a, g, dx.shape(), w.shape(), dy.shape()));
-  const auto run = depthwise ? conv::RunDepthwiseConv2dBackpropInput : conv::RunConv2DBackpropInput;
-  return run(kind, a, g, w, dy, &dx, k.num_threads);
-}
-
-Status BackpropFilterKernel(KernelContext& k, KernelKind kind, bool depthwise) {
-  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(*k.attrs));
-  const Tensor& x = k.input(0);
-  const Tensor& dy = k.input(2);
-  Tensor& dw = k.AllocateOutput(0);
-  ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, x.shape(), dw.shape(), depthwise));
-  RETURN_IF_ERROR(conv::CheckOutBackprop(a, g, x.shape(), dw.shape(), dy.shape()));
-  const auto run =
-      depthwise ? conv::RunDepthwiseConv2dBackpropFilter : conv::RunConv2DBackpropFilter;
-  return run(kind, a, g, x, dy, &dw, k.num_threads);
+// Forward and BackpropInput write every output element (RunConv); BackpropFilter takes a
+// zeroed output, which it also writes whole, as the filter gradient is small.
+Status ConvKernel(KernelContext& k, KernelKind kind, ConvOp op) {
+  const ConvState& s = k.State<ConvState>();
+  Tensor& out =
+      op == ConvOp::kBackpropFilter ? k.AllocateOutput(0) : k.AllocateUninitializedOutput(0);
+  return conv::RunConv(kind, s, k.input(PortOfA(op)), k.input(PortOfB(op)), &out, k);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,20 +124,18 @@ OpSchema& AddWindowAttrs(OpSchema& s, bool conv2d) {
 }
 
 using ConvShapeFn = Status (*)(InferContext&, bool depthwise);
-using ConvKernelFn = Status (*)(KernelContext&, KernelKind, bool depthwise);
 
-// Completes a schema whose ports are set: the shared attrs, the shape function and both kernels
-// for the Conv2D (depthwise == false) or the depthwise family; then registers it.
-void RegisterConv(OpRegistry& registry, OpSchema s, bool depthwise, ConvShapeFn shape,
-                  ConvKernelFn kernel) {
+// Completes a schema whose ports are set: the shared attrs, the shape function, the prepare
+// function and both kernels of `op` for the Conv2D (depthwise == false) or the depthwise family;
+// then registers it.
+void RegisterConv(OpRegistry& registry, OpSchema s, bool depthwise, ConvShapeFn shape, ConvOp op) {
   AddWindowAttrs(s, /*conv2d=*/!depthwise);
   s.SetShapeFn([shape, depthwise](InferContext& c) { return shape(c, depthwise); })
-      .SetReferenceKernel([kernel, depthwise](KernelContext& k) {
-        return kernel(k, KernelKind::kReference, depthwise);
-      })
-      .SetKernel([kernel, depthwise](KernelContext& k) {
-        return kernel(k, KernelKind::kOptimized, depthwise);
-      });
+      .SetPrepare(
+          [op, depthwise](const PrepareContext& p) { return PrepareConv(p, op, depthwise); })
+      .SetReferenceKernel(
+          [op](KernelContext& k) { return ConvKernel(k, KernelKind::kReference, op); })
+      .SetKernel([op](KernelContext& k) { return ConvKernel(k, KernelKind::kOptimized, op); });
   registry.Register(std::move(s));
 }
 
@@ -167,7 +160,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Output("output", kT, "4-D output [batch, out_height, out_width, out_channels] (or NCHW).")
         .Layout(LayoutRole::kActivation)
         .SameDType({"input", "filter"});
-    RegisterConv(registry, std::move(s), /*depthwise=*/false, ForwardShape, ForwardKernel);
+    RegisterConv(registry, std::move(s), /*depthwise=*/false, ForwardShape, ConvOp::kForward);
   }
   {
     OpSchema s("Conv2DBackpropInput");
@@ -185,7 +178,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kActivation)
         .SameDType({"filter", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropInputShape,
-                 BackpropInputKernel);
+                 ConvOp::kBackpropInput);
   }
   {
     OpSchema s("Conv2DBackpropFilter");
@@ -202,7 +195,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kFilter)
         .SameDType({"input", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropFilterShape,
-                 BackpropFilterKernel);
+                 ConvOp::kBackpropFilter);
   }
   {
     OpSchema s("DepthwiseConv2dNative");
@@ -217,7 +210,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Output("output", kT, "4-D output with in_channels * channel_multiplier channels.")
         .Layout(LayoutRole::kActivation)
         .SameDType({"input", "filter"});
-    RegisterConv(registry, std::move(s), /*depthwise=*/true, ForwardShape, ForwardKernel);
+    RegisterConv(registry, std::move(s), /*depthwise=*/true, ForwardShape, ConvOp::kForward);
   }
   {
     OpSchema s("DepthwiseConv2dNativeBackpropInput");
@@ -233,7 +226,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kActivation)
         .SameDType({"filter", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropInputShape,
-                 BackpropInputKernel);
+                 ConvOp::kBackpropInput);
   }
   {
     OpSchema s("DepthwiseConv2dNativeBackpropFilter");
@@ -251,7 +244,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kFilter)
         .SameDType({"input", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropFilterShape,
-                 BackpropFilterKernel);
+                 ConvOp::kBackpropFilter);
   }
 }
 

@@ -7,7 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "blocks/conv/conv_internal.h"
+#include "blocks/conv/optimized_util.h"
+#include "blocks/conv/run_kernels.h"
 
 // The kernels pass 64-byte vectors between always-inlined helpers; GCC's note that this
 // changes the ABI on targets without AVX-512 (-Wpsabi) does not apply to inlined code.
@@ -18,37 +19,6 @@ namespace {
 
 using internal::ComputeT;
 using internal::ThreadsFor;
-
-// ---------------------------------------------------------------------------------------------
-// Reference kernels: the definitions in plain loops, any data_format, accumulating in
-// ComputeT<T>, rounding once. Filter [fh, fw, C, M]; output channel c*M + m.
-// ---------------------------------------------------------------------------------------------
-
-// y[n, oh, ow, c*M + m] = sum_{kh, kw} x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, c]
-//                                     * w[kh, kw, c, m]
-// a grouped convolution with one input channel per group (internal::ForEachTap); dx and dw
-// are the same sum scattered to the input and to the filter.
-template <typename T>
-internal::ReferenceConv<T> Reference(const ConvAttrs& a, const ConvGeometry& g) {
-  return {a.format, g, /*in_per_group=*/1, /*out_per_group=*/g.multiplier};
-}
-
-template <typename T>
-void DepthwiseReference(const ConvAttrs& a, const ConvGeometry& g, const T* x, const T* w, T* y) {
-  Reference<T>(a, g).Forward(x, w, y);
-}
-
-template <typename T>
-void DepthwiseBackpropInputReference(const ConvAttrs& a, const ConvGeometry& g, const T* w,
-                                     const T* dy, T* dx) {
-  Reference<T>(a, g).BackpropInput(w, dy, dx);
-}
-
-template <typename T>
-void DepthwiseBackpropFilterReference(const ConvAttrs& a, const ConvGeometry& g, const T* x,
-                                      const T* dy, T* dw) {
-  Reference<T>(a, g).BackpropFilter(x, dy, dw);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Optimized kernels: NHWC compute buffers of C, one row per call, parallel over rows that do not
@@ -162,33 +132,14 @@ BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* const* xr, con
   }
 }
 
-// Row functions that take the input rows as pointers (forward, filter gradient): `Name##Avx512`,
-// `Name##Avx2`, `Name##Base` instantiate `Impl<C, P, NV>` and `Name(C)` picks one by ActiveIsa(),
-// as BF_CONV_ROW_FNS does for the other signature.
+// Row functions that take the input rows as pointers (forward, filter gradient), one per ISA
+// (BF_CONV_ISA_FNS), as BF_CONV_ROW_FNS defines them for the other signature.
 template <typename C>
 using DwRowsFn = void (*)(const ConvGeometry&, const C* const*, const C*, C*, const C*);
-#define BF_DW_ROWS_FNS(Name, Impl, C)                                                             \
-  BF_TARGET_AVX512 void Name##Avx512(const ConvGeometry& g, const C* const* xr, const C* b, C* y, \
-                                     const C* z) {                                                \
-    Impl<C, 4, 2>(g, xr, b, y, z);                                                                \
-  }                                                                                               \
-  BF_TARGET_AVX2 void Name##Avx2(const ConvGeometry& g, const C* const* xr, const C* b, C* y,     \
-                                 const C* z) {                                                    \
-    Impl<C, 4, 1>(g, xr, b, y, z);                                                                \
-  }                                                                                               \
-  void Name##Base(const ConvGeometry& g, const C* const* xr, const C* b, C* y, const C* z) {      \
-    Impl<C, 4, 1>(g, xr, b, y, z);                                                                \
-  }                                                                                               \
-  DwRowsFn<C> Name(C) {                                                                           \
-    switch (internal::ActiveIsa()) {                                                              \
-      case internal::Isa::kAvx512:                                                                \
-        return Name##Avx512;                                                                      \
-      case internal::Isa::kAvx2:                                                                  \
-        return Name##Avx2;                                                                        \
-      default:                                                                                    \
-        return Name##Base;                                                                        \
-    }                                                                                             \
-  }
+#define BF_DW_ROWS_FNS(Name, Impl, C)                                                        \
+  BF_CONV_ISA_FNS(Name, Impl, C, DwRowsFn<C>,                                                \
+                  (const ConvGeometry& g, const C* const* xr, const C* b, C* y, const C* z), \
+                  (g, xr, b, y, z))
 BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, float)
 BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, double)
 
@@ -394,9 +345,16 @@ class ExpandedRows {
   int64_t slots_;
 };
 
+// The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
+// flag before each row.
+BF_CONV_KERNEL_SET(DepthwiseKernels);
+
 template <typename T>
-void DepthwiseOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor& input,
-                        const Tensor& filter, Tensor* output, int num_threads) {
+void DepthwiseKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
+                                  Tensor* output, const KernelContext& ctx) {
+  const ConvAttrs& a = state.attrs;
+  const ConvGeometry& g = state.geometry;
+  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
   std::vector<C> xbuf, wbuf, ybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
@@ -421,6 +379,7 @@ void DepthwiseOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor&
     const C** xrt = xr.data() + t * g.filter_h;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
+      if (ctx.cancelled()) continue;
       const int64_t n = r / g.out_h, oh = r % g.out_h;
       for (int64_t kh = 0; kh < g.filter_h; ++kh) {
         const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
@@ -429,6 +388,7 @@ void DepthwiseOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor&
       row(e, xrt, w, y + r * g.out_w * e.out_depth, zeros.data());
     }
   }
+  if (ctx.cancelled()) return;
   internal::StoreNHWC<T, C>(y, output, a.format, g.batch, g.out_h, g.out_w, g.out_depth,
                             num_threads);
 }
@@ -440,7 +400,7 @@ void DepthwiseOptimized(const ConvAttrs& a, const ConvGeometry& g, const Tensor&
 // cache while neighbouring dx rows reuse them.
 template <typename C>
 void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* dx,
-                            int num_threads) {
+                            const KernelContext& ctx) {
   const ConvGeometry e = Expanded(g);
   ConvGeometry f = e;
   f.in_h = g.out_h;
@@ -459,7 +419,7 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
   const DwRowsFn<C> row = DwForwardRow(C{});
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost = g.in_w * taps * ch;
-  const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
+  const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   // Per-thread buffers, allocated here, outside the region: dy row pointers, and with M > 1 one
   // row of per-channel gradients before the sum over m.
   const int64_t tmp_size = mult == 1 ? 0 : g.in_w * ch;
@@ -472,6 +432,7 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
     C* tmpt = tmp.data() + t * tmp_size;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
+      if (ctx.cancelled()) continue;
       const int64_t n = r / g.in_h, ih = r % g.in_h;
       for (int64_t kh = 0; kh < g.filter_h; ++kh) {
         const int64_t oh = ih - f.pad_top + kh * g.dilation_h;
@@ -497,9 +458,12 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
 }
 
 template <typename T>
-void DepthwiseBackpropInputOptimized(const ConvAttrs& a, const ConvGeometry& g,
-                                     const Tensor& filter, const Tensor& out_backprop,
-                                     Tensor* input_grad, int num_threads) {
+void DepthwiseKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
+                                        const Tensor& out_backprop, Tensor* input_grad,
+                                        const KernelContext& ctx) {
+  const ConvAttrs& a = state.attrs;
+  const ConvGeometry& g = state.geometry;
+  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
   std::vector<C> dybuf, wbuf, dxbuf, dxebuf;
   const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
@@ -507,7 +471,8 @@ void DepthwiseBackpropInputOptimized(const ConvAttrs& a, const ConvGeometry& g,
   const C* w = internal::ToCompute<T, C>(filter, &wbuf);
   C* dx = internal::OutputBuffer<T, C>(input_grad, a.format, &dxbuf);
   if (g.stride_h == 1 && g.stride_w == 1) {
-    DwBackpropInputStride1(g, w, dy, dx, num_threads);
+    DwBackpropInputStride1(g, w, dy, dx, ctx);
+    if (ctx.cancelled()) return;
     internal::StoreNHWC<T, C>(dx, input_grad, a.format, g.batch, g.in_h, g.in_w, g.in_depth,
                               num_threads);
     return;
@@ -530,9 +495,11 @@ void DepthwiseBackpropInputOptimized(const ConvAttrs& a, const ConvGeometry& g,
   std::vector<IntPair> scratch(static_cast<size_t>(nt * pairs));
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
+    if (ctx.cancelled()) continue;
     row(e, w, dy, dxe, r / g.in_h, r % g.in_h, zeros.data(),
         scratch.data() + omp_get_thread_num() * pairs);
   }
+  if (ctx.cancelled()) return;
   if (g.multiplier != 1) {
     const int64_t pixels = g.batch * g.in_h * g.in_w, ch = g.in_depth, mult = g.multiplier;
 #pragma omp parallel for num_threads(ThreadsFor(num_threads, pixels* ch* mult, 1 << 16)) \
@@ -548,9 +515,12 @@ void DepthwiseBackpropInputOptimized(const ConvAttrs& a, const ConvGeometry& g,
 }
 
 template <typename T>
-void DepthwiseBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g,
-                                      const Tensor& input, const Tensor& out_backprop,
-                                      Tensor* filter_grad, int num_threads) {
+void DepthwiseKernels<T>::BackpropFilter(const ConvState& state, const Tensor& input,
+                                         const Tensor& out_backprop, Tensor* filter_grad,
+                                         const KernelContext& ctx) {
+  const ConvAttrs& a = state.attrs;
+  const ConvGeometry& g = state.geometry;
+  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
   std::vector<C> xbuf, dybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
@@ -569,7 +539,7 @@ void DepthwiseBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g,
   std::vector<int64_t> keys(static_cast<size_t>(nt * slots), -1);
   std::vector<const C*> xr(static_cast<size_t>(nt * g.filter_h));
   internal::SumRowsPerThread<T, C>(
-      rows, fsize, nt, num_threads, filter_grad->data<T>(), [&](int64_t r, C* mine) {
+      rows, fsize, nt, ctx, filter_grad->data<T>(), [&](int64_t r, C* mine) {
         const int t = omp_get_thread_num();
         ExpandedRows<C> source(g, x, ring.data() + t * slots * row_size, keys.data() + t * slots);
         const C** xrt = xr.data() + t * g.filter_h;
@@ -584,47 +554,12 @@ void DepthwiseBackpropFilterOptimized(const ConvAttrs& a, const ConvGeometry& g,
 
 }  // namespace
 
-Status RunDepthwiseConv2d(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
-                          const Tensor& input, const Tensor& filter, Tensor* output,
-                          int num_threads) {
-  return internal::RunFloatKernel("DepthwiseConv2dNative", input, filter, output, [&](auto tag) {
-    using T = decltype(tag);
-    if (kind == KernelKind::kReference) {
-      DepthwiseReference<T>(a, g, input.data<T>(), filter.data<T>(), output->data<T>());
-    } else {
-      DepthwiseOptimized<T>(a, g, input, filter, output, num_threads);
-    }
-  });
+namespace internal {
+
+Status RunDepthwiseKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
+                           const KernelContext& ctx) {
+  return RunKernels<DepthwiseKernels>(state, a, b, out, ctx);
 }
 
-Status RunDepthwiseConv2dBackpropInput(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
-                                       const Tensor& filter, const Tensor& out_backprop,
-                                       Tensor* input_grad, int num_threads) {
-  return internal::RunFloatKernel(
-      "DepthwiseConv2dNativeBackpropInput", filter, out_backprop, input_grad, [&](auto tag) {
-        using T = decltype(tag);
-        if (kind == KernelKind::kReference) {
-          DepthwiseBackpropInputReference<T>(a, g, filter.data<T>(), out_backprop.data<T>(),
-                                             input_grad->data<T>());
-        } else {
-          DepthwiseBackpropInputOptimized<T>(a, g, filter, out_backprop, input_grad, num_threads);
-        }
-      });
-}
-
-Status RunDepthwiseConv2dBackpropFilter(KernelKind kind, const ConvAttrs& a, const ConvGeometry& g,
-                                        const Tensor& input, const Tensor& out_backprop,
-                                        Tensor* filter_grad, int num_threads) {
-  return internal::RunFloatKernel(
-      "DepthwiseConv2dNativeBackpropFilter", input, out_backprop, filter_grad, [&](auto tag) {
-        using T = decltype(tag);
-        if (kind == KernelKind::kReference) {
-          DepthwiseBackpropFilterReference<T>(a, g, input.data<T>(), out_backprop.data<T>(),
-                                              filter_grad->data<T>());
-        } else {
-          DepthwiseBackpropFilterOptimized<T>(a, g, input, out_backprop, filter_grad, num_threads);
-        }
-      });
-}
-
+}  // namespace internal
 }  // namespace blockflow::conv

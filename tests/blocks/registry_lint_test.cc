@@ -25,12 +25,12 @@ const fs::path kSourceDir = BF_SOURCE_DIR;
 // The test that compares the optimized kernel of each block with its reference kernel, by
 // block. A block that gains an optimized kernel needs a compare test listed here.
 const std::map<std::string, std::string> kCompareTests = {
-    {"Conv2D", "tests/conv/compare_test.cc"},
-    {"Conv2DBackpropInput", "tests/conv/compare_test.cc"},
-    {"Conv2DBackpropFilter", "tests/conv/compare_test.cc"},
-    {"DepthwiseConv2dNative", "tests/conv/compare_test.cc"},
-    {"DepthwiseConv2dNativeBackpropInput", "tests/conv/compare_test.cc"},
-    {"DepthwiseConv2dNativeBackpropFilter", "tests/conv/compare_test.cc"},
+    {"Conv2D", "tests/blocks/conv/compare_test.cc"},
+    {"Conv2DBackpropInput", "tests/blocks/conv/compare_test.cc"},
+    {"Conv2DBackpropFilter", "tests/blocks/conv/compare_test.cc"},
+    {"DepthwiseConv2dNative", "tests/blocks/conv/compare_test.cc"},
+    {"DepthwiseConv2dNativeBackpropInput", "tests/blocks/conv/compare_test.cc"},
+    {"DepthwiseConv2dNativeBackpropFilter", "tests/blocks/conv/compare_test.cc"},
 };
 
 std::string ReadAll(const fs::path& path) {

@@ -5,16 +5,23 @@
 // kernels, accumulating in float32 and rounding once, must agree bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "blocks/conv/conv_internal.h"
+#include "bench/shape_suite.h"
+#include "blocks/conv/isa.h"
 #include "conv_test_util.h"
+#include "tests/util/block_compare.h"
 
 namespace blockflow::conv::testing {
 namespace {
+
+using ::blockflow::testing::BlockCase;
+using ::blockflow::testing::CompareBlockKernels;
+using ::blockflow::testing::TensorsClose;
 
 std::vector<Problem> GridProblems(bool depthwise) {
   std::vector<Problem> out;
@@ -99,23 +106,6 @@ std::vector<Problem> GridProblems(bool depthwise) {
   return out;
 }
 
-void CheckClose(DType dtype, const Tensor& ref, const Tensor& opt, const std::string& what) {
-  ASSERT_EQ(ref.shape(), opt.shape()) << what;
-  ASSERT_EQ(ref.dtype(), opt.dtype()) << what;
-  for (int64_t i = 0; i < ref.num_elements(); ++i) {
-    if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) {
-      const uint16_t a = static_cast<const uint16_t*>(ref.raw())[i];
-      const uint16_t b = static_cast<const uint16_t*>(opt.raw())[i];
-      ASSERT_EQ(UlpDistance16(a, b), 0)
-          << what << " element " << i << ": " << ref.GetAsDouble(i) << " vs " << opt.GetAsDouble(i);
-    } else {
-      const double r = ref.GetAsDouble(i), o = opt.GetAsDouble(i);
-      const double tol = (dtype == DType::kFloat64 ? 1e-12 : 2e-5) * (1 + std::fabs(r));
-      ASSERT_LE(std::fabs(r - o), tol) << what << " element " << i << ": " << r << " vs " << o;
-    }
-  }
-}
-
 class CompareTest : public ::testing::TestWithParam<std::tuple<bool, DType>> {};
 
 TEST_P(CompareTest, OptimizedMatchesReference) {
@@ -142,9 +132,9 @@ TEST_P(CompareTest, OptimizedMatchesReference) {
           internal::SetIsaForTesting(isa);
           opt = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, threads);
           ASSERT_TRUE(opt.ok()) << what << ": " << opt.status().message();
-          CheckClose(dtype, *ref, *opt,
-                     what + " threads " + std::to_string(threads) + " isa " +
-                         internal::IsaName(internal::ActiveIsa()));
+          ASSERT_TRUE(TensorsClose(*ref, *opt,
+                                   what + " threads " + std::to_string(threads) + " isa " +
+                                       internal::IsaName(internal::ActiveIsa())));
           if (::testing::Test::HasFatalFailure()) return;
         }
         if (::testing::Test::HasFatalFailure()) return;
@@ -168,6 +158,51 @@ INSTANTIATE_TEST_SUITE_P(Kernels, CompareTest,
                                                                             : "Conv2D_") +
                                   std::string(DTypeName(std::get<1>(param_info.param)));
                          });
+
+// The benchmark suite's shapes (bench/shapes.json, the one list of shapes), each op run as a
+// block (RunNodeKernel: prepared state, pooled outputs) on both kernels: the shapes the suite
+// marks `naive` at batch 2 and full size, the others at batch 1 with height and width cut to 13
+// (every channel count, filter, stride and padding of the suite, at test cost).
+// float32 sums of up to 9 x 512 products in either order: their rounding, relative to outputs
+// that cancel to well below the terms' size, passes the grid's 2e-5.
+constexpr ::blockflow::testing::Tolerance kSuiteTolerance{2e-4, 1e-12};
+
+TEST(ShapeSuite, OptimizedMatchesReferenceThroughTheBlock) {
+  Expected<std::vector<SuiteShape>> suite = LoadShapeSuite(BF_BENCH_SHAPES);
+  ASSERT_TRUE(suite.ok()) << suite.status().message();
+  ASSERT_FALSE(suite->empty());
+  std::mt19937_64 rng(31);
+  int checked = 0;
+  for (const SuiteShape& s : *suite) {
+    const Shape& full = s.input;
+    const Shape in =
+        s.naive ? Shape{std::min<int64_t>(2, full.dim(0)), full.dim(1), full.dim(2), full.dim(3)}
+                : Shape{1, std::min<int64_t>(13, full.dim(1)), std::min<int64_t>(13, full.dim(2)),
+                        full.dim(3)};
+    Expected<ConvState> state = s.State(ConvOp::kForward, in);
+    ASSERT_TRUE(state.ok()) << s.name << ": " << state.status().message();
+    const Tensor x = RandomTensor(DType::kFloat32, in, rng);
+    const Tensor w = RandomTensor(DType::kFloat32, s.filter, rng);
+    const Tensor dy =
+        RandomTensor(DType::kFloat32, OutputShape(state->attrs, state->geometry), rng);
+    for (ConvOp op : s.ops) {
+      BlockCase c{ConvOpName(op, s.depthwise), s.attrs, {}};
+      if (op == ConvOp::kForward) c.inputs = {{"input", x}, {"filter", w}};
+      if (op == ConvOp::kBackpropInput) {
+        c.inputs = {{"input_sizes", SizesTensor(in)}, {"filter", w}, {"out_backprop", dy}};
+      }
+      if (op == ConvOp::kBackpropFilter) {
+        c.inputs = {{"input", x}, {"filter_sizes", SizesTensor(s.filter)}, {"out_backprop", dy}};
+      }
+      for (int threads : {1, 2}) {
+        EXPECT_TRUE(CompareBlockKernels(c, threads, kSuiteTolerance))
+            << s.name << " " << in.ToString() << " threads " << threads;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 2 * 3 * static_cast<int>(suite->size()));
+}
 
 // Empty tensors: outputs have the right shape and are all zeros, on both kernels.
 TEST(EmptyTensors, ZerosOfTheRightShape) {
@@ -251,7 +286,9 @@ TEST(EmptyTensors, ZerosOfTheRightShape) {
     Tensor dx(DType::kFloat64, p.InputShape());
     for (int64_t i = 0; i < dx.num_elements(); ++i)
       dx.SetFromDouble(i, 7.0);  // must be overwritten
-    ASSERT_TRUE(RunConv2DBackpropInput(kind, r->attrs, r->geometry, w, dy, &dx, 2).ok());
+    KernelContext k;
+    k.num_threads = 2;
+    ASSERT_TRUE(RunConv(kind, StateOf(1, *r), w, dy, &dx, k).ok());
     for (int64_t i = 0; i < dx.num_elements(); ++i) ASSERT_EQ(dx.GetAsDouble(i), 0.0);
   }
 }

@@ -29,7 +29,8 @@ namespace fs = std::filesystem;
 std::vector<std::string> CaseNames(const std::string& set = "golden") {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(fs::path(BF_DATA_DIR) / set)) {
-    if (fs::exists(e.path() / "case.json")) names.push_back(set + "/" + e.path().filename().string());
+    if (fs::exists(e.path() / "case.json"))
+      names.push_back(set + "/" + e.path().filename().string());
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -1,10 +1,9 @@
-#include "blocks/conv/conv_internal.h"
+#include "blocks/conv/isa.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 
 namespace blockflow::conv::internal {
 namespace {
@@ -50,15 +49,6 @@ Isa ActiveIsa() { return static_cast<Isa>(ActiveIsaStore().load(std::memory_orde
 void SetIsaForTesting(Isa isa) {
   const int clamped = std::min(static_cast<int>(isa), static_cast<int>(SupportedIsa()));
   ActiveIsaStore().store(clamped, std::memory_order_relaxed);
-}
-
-Status CheckDTypes(const char* op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  if (a.dtype() != b.dtype() || a.dtype() != out.dtype() || !IsFloatingDType(a.dtype())) {
-    return InvalidArgument(std::string(op) + ": dtypes " + std::string(DTypeName(a.dtype())) +
-                           ", " + std::string(DTypeName(b.dtype())) + " and output " +
-                           std::string(DTypeName(out.dtype())) + " must be one floating dtype");
-  }
-  return Status::OK();
 }
 
 const char* IsaName(Isa isa) {

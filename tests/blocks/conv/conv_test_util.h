@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "blocks/conv/conv2d.h"
 #include "blocks/conv/conv_geometry.h"
-#include "blocks/conv/depthwise_conv2d.h"
+#include "blocks/conv/conv_kernels.h"
 #include "core/tensor.h"
 
 namespace blockflow::conv::testing {
@@ -130,6 +129,13 @@ inline Problem RandomProblem(std::mt19937_64& rng, bool depthwise) {
   }
 }
 
+/// A 1-D int32 tensor of a shape's dims (the `input_sizes` and `filter_sizes` ports).
+inline Tensor SizesTensor(const Shape& s) {
+  Tensor t(DType::kInt32, Shape{s.rank()});
+  for (int i = 0; i < s.rank(); ++i) t.SetFromDouble(i, static_cast<double>(s.dim(i)));
+  return t;
+}
+
 /// Sum of x * y in double.
 inline double Dot(const Tensor& x, const Tensor& y) {
   double s = 0;
@@ -144,36 +150,23 @@ inline double AbsDot(const Tensor& x, const Tensor& y) {
   return s;
 }
 
-/// The distance in units in the last place between two 16-bit floats stored as bits.
-inline int UlpDistance16(uint16_t a, uint16_t b) {
-  auto ordered = [](uint16_t v) {
-    return (v & 0x8000) ? -static_cast<int>(v & 0x7fff) : static_cast<int>(v);
-  };
-  return std::abs(ordered(a) - ordered(b));
+/// The state of op 0..2 (forward, input grad, filter grad) on a resolved problem.
+inline ConvState StateOf(int op, const Resolved& r) {
+  return ConvState{static_cast<ConvOp>(op), r.attrs, r.geometry};
 }
 
-/// Runs one op's kernel directly. `op` is 0..2 (forward, input grad, filter grad). Inputs are
-/// x, w, dy as relevant; returns the output.
+/// Runs one op's kernel directly (RunConv) into a zeroed output. `op` is 0..2 (forward, input
+/// grad, filter grad). Inputs are x, w, dy as relevant; returns the output.
 inline Expected<Tensor> RunOp(KernelKind kind, int op, const Resolved& r, const Tensor& x,
                               const Tensor& w, const Tensor& dy, int threads) {
-  const ConvGeometry& g = r.geometry;
-  const ConvAttrs& a = r.attrs;
-  if (op == 0) {
-    Tensor y(x.dtype(), OutputShape(a, g));
-    RETURN_IF_ERROR(g.depthwise ? RunDepthwiseConv2d(kind, a, g, x, w, &y, threads)
-                                : RunConv2D(kind, a, g, x, w, &y, threads));
-    return y;
-  }
-  if (op == 1) {
-    Tensor dx(w.dtype(), InputShape(a, g));
-    RETURN_IF_ERROR(g.depthwise ? RunDepthwiseConv2dBackpropInput(kind, a, g, w, dy, &dx, threads)
-                                : RunConv2DBackpropInput(kind, a, g, w, dy, &dx, threads));
-    return dx;
-  }
-  Tensor dwt(x.dtype(), w.shape());
-  RETURN_IF_ERROR(g.depthwise ? RunDepthwiseConv2dBackpropFilter(kind, a, g, x, dy, &dwt, threads)
-                              : RunConv2DBackpropFilter(kind, a, g, x, dy, &dwt, threads));
-  return dwt;
+  const ConvState s = StateOf(op, r);
+  const Tensor& a = s.op == ConvOp::kBackpropInput ? w : x;
+  const Tensor& b = s.op == ConvOp::kForward ? w : dy;
+  Tensor out(a.dtype(), OperandShapes(s).out);
+  KernelContext k;
+  k.num_threads = threads;
+  RETURN_IF_ERROR(RunConv(kind, s, a, b, &out, k));
+  return out;
 }
 
 }  // namespace blockflow::conv::testing

@@ -1,0 +1,95 @@
+// Run-time ISA dispatch of the convolution kernels (not part of the public API): one table of
+// the instruction sets the hot loops are compiled for, the macro that compiles a kernel once per
+// row of it, and the 64-byte vector type the kernels are written in.
+//
+//   BF_CONV_ISA_FNS(AddRow, AddRowT, float, AddFn<float>, (const float* a, float* b), (a, b))
+//   // defines AddRowAvx512, AddRowAvx2, AddRowBase and `AddFn<float> AddRow(float)`, which
+//   // returns the variant ActiveIsa() selects
+#pragma once
+
+#include <cstdint>
+
+// Hot loops are compiled three times (baseline x86-64, AVX2+FMA, AVX-512) and picked at run time
+// by ActiveIsa(), so one binary runs on any x86-64 and uses the widest vectors it has.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BF_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define BF_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+#else
+#define BF_TARGET_AVX2
+#define BF_TARGET_AVX512
+#endif
+#define BF_TARGET_BASE
+#define BF_CONV_INLINE inline __attribute__((always_inline))
+
+namespace blockflow::conv::internal {
+
+/// The instruction sets the optimized kernels are compiled for.
+enum class Isa { kBase = 0, kAvx2 = 1, kAvx512 = 2 };
+/// The widest ISA this CPU supports, lowered by the environment variable BLOCKFLOW_CONV_ISA
+/// (base, avx2, avx512) or SetIsaForTesting.
+Isa ActiveIsa();
+/// Forces a narrower ISA (clamped to what the CPU supports), so tests cover every variant.
+void SetIsaForTesting(Isa isa);
+/// "base", "avx2", "avx512".
+const char* IsaName(Isa isa);
+
+/// 64-byte generic vectors: one zmm with AVX-512, two ymm with AVX2, four xmm otherwise.
+typedef float VecF __attribute__((vector_size(64)));
+typedef double VecD __attribute__((vector_size(64)));
+template <typename C>
+struct VecOf;
+template <>
+struct VecOf<float> {
+  using type = VecF;
+};
+template <>
+struct VecOf<double> {
+  using type = VecD;
+};
+
+// The helpers below pass 64-byte vectors by value; they are always inlined, so the ABI note
+// GCC gives for that (-Wpsabi) does not apply.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+/// Unaligned load and store of one 64-byte vector.
+template <typename C>
+BF_CONV_INLINE typename VecOf<C>::type LoadVec(const C* p) {
+  typename VecOf<C>::type v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+template <typename C>
+BF_CONV_INLINE void StoreVec(C* p, const typename VecOf<C>::type& v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+#pragma GCC diagnostic pop
+
+}  // namespace blockflow::conv::internal
+
+/// The one ISA table, widest first: X(suffix, Isa enumerator, target attribute, P, NV, ...).
+/// A register tile is P pixels by NV 64-byte vectors: AVX-512 keeps 4 x 2 zmm accumulators,
+/// AVX2 and the baseline 4 x 1 64-byte vectors (8 ymm / 16 xmm). The trailing arguments are
+/// passed on to X.
+#define BF_CONV_ISA_TABLE(X, ...)                         \
+  X(Avx512, kAvx512, BF_TARGET_AVX512, 4, 2, __VA_ARGS__) \
+  X(Avx2, kAvx2, BF_TARGET_AVX2, 4, 1, __VA_ARGS__)       \
+  X(Base, kBase, BF_TARGET_BASE, 4, 1, __VA_ARGS__)
+
+#define BF_CONV_ISA_VARIANT_(Suffix, IsaId, Target, P, NV, Name, Impl, C, Params, Args) \
+  Target void Name##Suffix Params { Impl<C, P, NV> Args; }
+#define BF_CONV_ISA_CASE_(Suffix, IsaId, Target, P, NV, Name, ...) \
+  case ::blockflow::conv::internal::Isa::IsaId:                    \
+    return Name##Suffix;
+
+/// Defines one function per row of the ISA table, `Name##Suffix Params`, each calling
+/// `Impl<C, P, NV> Args` compiled for its ISA, and `FnType Name(C)`, which returns the one
+/// ActiveIsa() selects. `Params` and `Args` are parenthesised. Use it inside the kernel file's
+/// anonymous namespace.
+#define BF_CONV_ISA_FNS(Name, Impl, C, FnType, Params, Args)           \
+  BF_CONV_ISA_TABLE(BF_CONV_ISA_VARIANT_, Name, Impl, C, Params, Args) \
+  FnType Name(C) {                                                     \
+    switch (::blockflow::conv::internal::ActiveIsa()) {                \
+      BF_CONV_ISA_TABLE(BF_CONV_ISA_CASE_, Name)                       \
+    }                                                                  \
+    return Name##Base;                                                 \
+  }

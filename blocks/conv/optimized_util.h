@@ -1,0 +1,101 @@
+// Helpers of the optimized convolution row kernels (not part of the public API): tap lists in
+// caller-provided scratch, per-thread partial sums, and the row-function signature.
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "blocks/conv/conv_geometry.h"
+#include "blocks/conv/isa.h"
+#include "blocks/conv/layout.h"
+#include "core/schema.h"
+
+namespace blockflow::conv::internal {
+
+/// A pair of ints (a filter tap and the output row or column it reads, for example).
+struct IntPair {
+  int64_t first, second;
+};
+
+/// A list of int pairs in memory the caller provides, so that kernels allocate nothing (which
+/// could throw) inside parallel regions.
+class PairList {
+ public:
+  explicit PairList(IntPair* data) : data_(data) {}
+  void clear() { size_ = 0; }
+  void add(int64_t a, int64_t b) { data_[size_++] = IntPair{a, b}; }
+  const IntPair* begin() const { return data_; }
+  const IntPair* end() const { return data_ + size_; }
+
+ private:
+  IntPair* data_;
+  int64_t size_ = 0;
+};
+
+/// Pairs of scratch a row kernel may use: reaching rows, reaching columns, reaching taps.
+inline int64_t ScratchPairs(const ConvGeometry& g) {
+  return g.filter_h * g.filter_w + g.filter_h + g.filter_w;
+}
+
+/// The filter rows that reach input row ih (for the input gradient): (kh, oh) pairs.
+inline void ReachingRows(const ConvGeometry& g, int64_t ih, PairList* out) {
+  out->clear();
+  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+    const int64_t th = ih + g.pad_top - kh * g.dilation_h;
+    if (th >= 0 && th % g.stride_h == 0 && th / g.stride_h < g.out_h) out->add(kh, th / g.stride_h);
+  }
+}
+
+/// The filter columns that reach the input columns iw = r + sw*t (one stride phase r):
+/// (kw, ow for t = 0) pairs; column t then reads ow + t, when inside [0, out_w).
+inline void ReachingCols(const ConvGeometry& g, int64_t r, PairList* out) {
+  out->clear();
+  for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+    const int64_t u = r + g.pad_left - kw * g.dilation_w;
+    const int64_t rem = ((u % g.stride_w) + g.stride_w) % g.stride_w;
+    if (rem == 0) out->add(kw, (u - rem) / g.stride_w);
+  }
+}
+
+/// Runs `row(r, partial)` for every r in [0, rows) on `nt` threads, each adding into its own
+/// zeroed partial sum of `size` elements, then adds the partial sums in thread order and rounds
+/// them into `out`: deterministic for a given thread count, and no atomics. Rows left once `k`
+/// is cancelled are skipped, and `out` is then left as it is.
+template <typename T, typename C, typename Row>
+void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k, T* out,
+                      const Row& row) {
+  std::vector<C> partial(static_cast<size_t>(nt * size), C(0));
+#pragma omp parallel num_threads(nt)
+  {
+    C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * size;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      if (!k.cancelled()) row(r, mine);
+    }
+  }
+  if (k.cancelled()) return;
+#pragma omp parallel for num_threads(ThreadsFor(k.num_threads, size* nt, 1 << 16)) schedule(static)
+  for (int64_t i = 0; i < size; ++i) {
+    C s = partial[static_cast<size_t>(i)];
+    for (int t = 1; t < nt; ++t) s += partial[static_cast<size_t>(t * size + i)];
+    out[i] = static_cast<T>(s);
+  }
+}
+
+/// The signature of every optimized row kernel: geometry, two operands, the result, the batch
+/// index and row, a zero vector for taps outside the input, and per-thread pair scratch.
+template <typename C>
+using RowFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t, const C*,
+                       IntPair*);
+
+/// Defines the row functions of one (op, compute type) with that signature, one per ISA
+/// (BF_CONV_ISA_FNS): `Name##Avx512`, `Name##Avx2`, `Name##Base` and `RowFn<C> Name(C)`.
+#define BF_CONV_ROW_FNS(Name, Impl, C)                                                        \
+  BF_CONV_ISA_FNS(Name, Impl, C, ::blockflow::conv::internal::RowFn<C>,                       \
+                  (const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, int64_t r, \
+                   const C* z, ::blockflow::conv::internal::IntPair* sc),                     \
+                  (g, a, b, c, n, r, z, sc))
+
+}  // namespace blockflow::conv::internal

@@ -1,0 +1,128 @@
+// Conv2D, DepthwiseConv2dNative and their input gradients take uninitialised (pooled) outputs:
+// every output element must be written on every path. The pool is first filled with NaN
+// garbage (tensors of the output's size, filled with all-ones bytes, a NaN in every float type,
+// then freed), so the block's output reuses that memory; any element a kernel leaves unwritten
+// shows as NaN against a reference computed into zeroed memory.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "conv_test_util.h"
+#include "core/allocator.h"
+#include "tests/util/block_compare.h"
+
+namespace blockflow::conv::testing {
+namespace {
+
+using ::blockflow::testing::AnalyzedBlock;
+using ::blockflow::testing::BlockCase;
+using ::blockflow::testing::TensorsClose;
+
+// Fills every pooled block that could serve an output of `shape` with NaN bytes: takes blocks
+// of that size until the pool has to map a fresh one (none is cached any more), fills them all
+// and gives them back.
+void PoisonPool(DType dtype, const Shape& shape) {
+  std::vector<Tensor> junk;
+  for (uint64_t misses = BufferPool::Global().stats().misses;
+       BufferPool::Global().stats().misses == misses;) {
+    junk.push_back(Tensor::Uninitialized(dtype, shape));
+  }
+  for (Tensor& t : junk) std::memset(t.raw(), 0xff, t.num_bytes());
+}
+
+struct Case {
+  Problem p;
+  DType dtype;
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  auto add = [&](bool depthwise, const char* format, const char* padding, int64_t h, int64_t w,
+                 int64_t c, int64_t s, int64_t fh, DType dtype) {
+    Problem p;
+    p.depthwise = depthwise;
+    p.format = format;
+    p.padding = padding;
+    p.n = 4;
+    p.h = h;
+    p.w = w;
+    p.c = c;
+    p.fh = fh;
+    p.fw = fh;
+    p.sh = s;
+    p.sw = s;
+    p.cog = 37;
+    p.mult = depthwise && c < 30 ? 2 : 1;
+    if (p.padding == "EXPLICIT") {
+      p.pt = 3;
+      p.pb = 0;
+      p.pl = 1;
+      p.pr = 4;
+    }
+    cases.push_back({p, dtype});
+  };
+  for (bool dw : {false, true}) {
+    add(dw, "NHWC", "SAME", 24, 21, 40, 1, 3, DType::kFloat32);   // direct store
+    add(dw, "NHWC", "SAME", 24, 21, 37, 2, 3, DType::kFloat32);   // stride phases, remainder
+    add(dw, "NHWC", "VALID", 50, 47, 17, 3, 2, DType::kFloat32);  // uncovered tail rows/cols
+    add(dw, "NCHW", "EXPLICIT", 22, 19, 33, 2, 3, DType::kFloat32);
+    add(dw, "NHWC", "SAME", 48, 41, 20, 2, 3, DType::kFloat16);
+    add(dw, "NCHW", "SAME", 17, 15, 24, 1, 3, DType::kFloat64);
+    add(dw, "NHWC", "VALID", 4, 40, 200, 2, 6, DType::kFloat32);  // out_h 0: dx all zeros
+  }
+  return cases;
+}
+
+TEST(UninitializedOutputs, EveryElementIsWritten) {
+  std::mt19937_64 rng(99);
+  int checked = 0;
+  for (const Case& c : Cases()) {
+    Expected<Resolved> r = Resolve(c.p);
+    ASSERT_TRUE(r.ok()) << c.p.ToString() << ": " << r.status().message();
+    const int grid = c.dtype == DType::kFloat16 ? 128 : 0;
+    const Tensor x = RandomTensor(c.dtype, c.p.InputShape(), rng, grid);
+    const Tensor w = RandomTensor(c.dtype, c.p.FilterShape(), rng, grid);
+    const Tensor dy = RandomTensor(c.dtype, OutputShape(r->attrs, r->geometry), rng, grid);
+    for (int op : {0, 1}) {
+      const std::string what =
+          c.p.ToString() + " op " + std::to_string(op) + " " + std::string(DTypeName(c.dtype));
+      // The reference kernel into zeroed memory.
+      Expected<Tensor> expected = RunOp(KernelKind::kReference, op, *r, x, w, dy, 1);
+      ASSERT_TRUE(expected.ok()) << what << ": " << expected.status().message();
+      if (expected->num_elements() == 0) continue;  // the forward op of the out_h 0 case
+      ASSERT_GE(expected->num_bytes(), BufferPool::kMinPooledBytes) << what;
+      BlockCase block{ConvOpName(static_cast<ConvOp>(op), c.p.depthwise), c.p.Json(), {}};
+      if (op == 0) {
+        block.inputs = {{"input", x}, {"filter", w}};
+      } else {
+        block.inputs = {
+            {"input_sizes", SizesTensor(c.p.InputShape())}, {"filter", w}, {"out_backprop", dy}};
+      }
+      const AnalyzedBlock analyzed(block);
+      ASSERT_TRUE(analyzed.status().ok()) << what << ": " << analyzed.status().message();
+      for (bool reference : {true, false}) {
+        PoisonPool(c.dtype, expected->shape());
+        {  // The poison reaches the next output of this size.
+          const Tensor probe = Tensor::Uninitialized(c.dtype, expected->shape());
+          ASSERT_TRUE(std::isnan(probe.GetAsDouble(probe.num_elements() - 1))) << what;
+        }
+        Expected<std::vector<Tensor>> out = analyzed.Run(reference, 2);
+        ASSERT_TRUE(out.ok()) << what << ": " << out.status().message();
+        if (reference) {
+          EXPECT_TRUE((*out)[0].BitwiseEquals(*expected)) << what << " reference";
+        } else {
+          EXPECT_TRUE(TensorsClose(*expected, (*out)[0], what + " optimized"));
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 52);
+}
+
+}  // namespace
+}  // namespace blockflow::conv::testing
