@@ -1,13 +1,13 @@
 // Blocks that make tensors: Const, Placeholder, Fill, ZerosLike, RandomUniform,
 // RandomStandardNormal.
-#include <cmath>
 #include <algorithm>
-#include <filesystem>
+#include <cmath>
 #include <limits>
 #include <memory>
 
 #include "blocks/basic/basic_blocks.h"
 #include "core/npy.h"
+#include "core/paths.h"
 
 namespace blockflow {
 namespace {
@@ -62,9 +62,8 @@ Expected<PortInfo> ConstShape(const AttrMap& attrs, const std::string& base_dir)
   if (has_value == has_file) return InvalidArgument("give exactly one of attrs 'value' and 'file'");
   Shape shape;
   if (has_file) {
-    std::filesystem::path path(attrs.GetString("file"));
-    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
-    ASSIGN_OR_RETURN(auto info, ReadNpyInfo(path.string(), dtype));
+    ASSIGN_OR_RETURN(auto info,
+                     ReadNpyInfo(ResolveGraphPath(base_dir, attrs.GetString("file")), dtype));
     shape = info.second;
     if (attrs.Has("shape") && attrs.GetShape("shape") != shape) {
       return InvalidArgument("attr 'shape' " + attrs.GetShape("shape").ToString() +
@@ -97,9 +96,7 @@ Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir) {
   const bool has_value = attrs.Has("value"), has_file = attrs.Has("file");
   if (has_value == has_file) return InvalidArgument("give exactly one of attrs 'value' and 'file'");
   if (has_file) {
-    std::filesystem::path path(attrs.GetString("file"));
-    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
-    ASSIGN_OR_RETURN(Tensor t, ReadNpy(path.string(), dtype));
+    ASSIGN_OR_RETURN(Tensor t, ReadNpy(ResolveGraphPath(base_dir, attrs.GetString("file")), dtype));
     if (attrs.Has("shape") && attrs.GetShape("shape") != t.shape()) {
       return InvalidArgument("attr 'shape' " + attrs.GetShape("shape").ToString() +
                              " differs from the shape " + t.shape().ToString() + " in '" +
