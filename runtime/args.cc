@@ -10,11 +10,11 @@ namespace {
 
 // Parses `args` with the shared flags plus `more`, filling what `run` and `bench` share.
 Expected<ParsedArgs> ParseGraphArgs(const std::vector<std::string>& args,
-                                    const std::vector<FlagSpec>& more, bool* help, GraphArgs* out) {
+                                    const std::vector<FlagSpec>& more, GraphArgs* out) {
   std::vector<FlagSpec> specs = {{"--feed", true, true}, {"--threads", true}, {"--reference"}};
   specs.insert(specs.end(), more.begin(), more.end());
   ASSIGN_OR_RETURN(ParsedArgs p, ParseFlags(args, specs));
-  if (help) *help = p.help;
+  out->help = p.help;
   if (p.help) return p;
   if (p.positional.empty()) return InvalidArgument("missing GRAPH.json");
   if (p.positional.size() > 1)
@@ -117,14 +117,13 @@ Expected<int> ParseIntFlag(const std::string& flag, const std::string& text, int
   return InvalidArgument(flag + " '" + text + "': expected an integer >= " + std::to_string(min));
 }
 
-Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args, bool* help) {
+Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args) {
   RunArgs r;
   ASSIGN_OR_RETURN(
       ParsedArgs p,
-      ParseGraphArgs(args,
-                     {{"--fetch", true, true}, {"--out", true}, {"--trace", true}, {"--profile"}},
-                     help, &r));
-  if (p.help) return RunArgs{};
+      ParseGraphArgs(
+          args, {{"--fetch", true, true}, {"--out", true}, {"--trace", true}, {"--profile"}}, &r));
+  if (p.help) return r;
   for (const std::string& f : p.All("--fetch")) {
     if (!Endpoint::Parse(f)) return InvalidArgument("--fetch '" + f + "': expected ID or ID:K");
     r.fetches.push_back(f);
@@ -141,12 +140,11 @@ Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args, bool* help)
   return r;
 }
 
-Expected<BenchArgs> ParseBenchArgs(const std::vector<std::string>& args, bool* help) {
+Expected<BenchArgs> ParseBenchArgs(const std::vector<std::string>& args) {
   BenchArgs b;
-  ASSIGN_OR_RETURN(
-      ParsedArgs p,
-      ParseGraphArgs(args, {{"--warmup", true}, {"--repeat", true}, {"--json"}}, help, &b));
-  if (p.help) return BenchArgs{};
+  ASSIGN_OR_RETURN(ParsedArgs p,
+                   ParseGraphArgs(args, {{"--warmup", true}, {"--repeat", true}, {"--json"}}, &b));
+  if (p.help) return b;
   if (auto v = p.Last("--warmup")) {
     ASSIGN_OR_RETURN(b.warmup, ParseIntFlag("--warmup", *v, 0));
   }

@@ -48,6 +48,7 @@ Expected<int> ParseIntFlag(const std::string& flag, const std::string& text, int
 
 /// What `run` and `bench` share: the graph, its feeds and how kernels run.
 struct GraphArgs {
+  bool help = false;  // -h or --help: print the help, nothing else is set
   std::string graph;
   std::vector<std::pair<std::string, std::string>> feeds;  // id → .npy path
   int threads = 0;
@@ -62,7 +63,7 @@ struct RunArgs : GraphArgs {
   bool profile = false;
 };
 /// Parses `run`'s arguments (after "run"); usage errors name the flag and what is wrong.
-Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args, bool* help = nullptr);
+Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args);
 
 /// What `blockflow bench` was asked to do.
 struct BenchArgs : GraphArgs {
@@ -71,6 +72,6 @@ struct BenchArgs : GraphArgs {
   bool json = false;
 };
 /// Parses `bench`'s arguments (after "bench").
-Expected<BenchArgs> ParseBenchArgs(const std::vector<std::string>& args, bool* help = nullptr);
+Expected<BenchArgs> ParseBenchArgs(const std::vector<std::string>& args);
 
 }  // namespace blockflow::cli

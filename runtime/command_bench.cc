@@ -184,21 +184,13 @@ int Failed(const BenchArgs& a, const Status& s, std::ostream& err) {
 }  // namespace
 
 int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  bool help = false;
-  Expected<BenchArgs> parsed = ParseBenchArgs(args, &help);
-  if (help) {
-    PrintHelp(out, "bench");
-    return kExitOk;
-  }
-  if (!parsed.ok()) return UsageError(err, "bench", parsed.status().message());
+  Expected<BenchArgs> parsed = ParseBenchArgs(args);
+  if (auto rc = HelpOrUsageError("bench", parsed, out, err)) return *rc;
   const BenchArgs& a = *parsed;
+  const RunOptions options = RunOptionsFor(a);
   std::optional<Prepared> p = Prepare(a.graph, a.feeds, {}, err);
   if (!p) return kExitFailure;
 
-  RunOptions options;
-  options.num_threads = a.threads;
-  options.force_reference_kernels = a.reference;
-  options.cancel = &CancelFlag();
   // One full run gives every executed node's outputs, hence every node's inputs.
   std::map<std::string, std::vector<Tensor>> all;
   {

@@ -15,11 +15,7 @@ namespace blockflow::cli {
 int CommandImportTf(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> p = ParseFlags(
       args, {{"-o", true}, {"--output", true}, {"--fetch", true, true}, {"--feed", true, true}});
-  if (!p.ok()) return UsageError(err, "import-tf", p.status().message());
-  if (p->help) {
-    PrintHelp(out, "import-tf");
-    return kExitOk;
-  }
+  if (auto rc = HelpOrUsageError("import-tf", p, out, err)) return *rc;
   if (p->positional.size() != 1) {
     return UsageError(err, "import-tf",
                       p->positional.empty() ? "missing GRAPHDEF" : "expected one GRAPHDEF");

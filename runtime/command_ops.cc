@@ -10,11 +10,7 @@ namespace blockflow::cli {
 
 int CommandOps(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> p = ParseFlags(args, {{"--json"}, {"--markdown"}});
-  if (!p.ok()) return UsageError(err, "ops", p.status().message());
-  if (p->help) {
-    PrintHelp(out, "ops");
-    return kExitOk;
-  }
+  if (auto rc = HelpOrUsageError("ops", p, out, err)) return *rc;
   if (!p->positional.empty())
     return UsageError(err, "ops", "unexpected argument '" + p->positional[0] + "'");
   if (p->Has("--json") && p->Has("--markdown"))

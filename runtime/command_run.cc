@@ -75,13 +75,8 @@ void PrintProfile(const Prepared& p, const TimingObserver& timing, double wall_m
 }  // namespace
 
 int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  bool help = false;
-  Expected<RunArgs> parsed = ParseRunArgs(args, &help);
-  if (help) {
-    PrintHelp(out, "run");
-    return kExitOk;
-  }
-  if (!parsed.ok()) return UsageError(err, "run", parsed.status().message());
+  Expected<RunArgs> parsed = ParseRunArgs(args);
+  if (auto rc = HelpOrUsageError("run", parsed, out, err)) return *rc;
   const RunArgs& a = *parsed;
 
   // The cancel flag is not reset here: a Ctrl-C while the graph and feeds load counts.
@@ -113,10 +108,7 @@ int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ost
   TimingObserver timing(/*record_memory=*/a.profile);
   ProgressObserver progress(isatty(STDERR_FILENO) == 1, err);
   FanOutObserver observer({&timing, &progress});
-  RunOptions options;
-  options.num_threads = a.threads;
-  options.force_reference_kernels = a.reference;
-  options.cancel = &CancelFlag();
+  RunOptions options = RunOptionsFor(a);
   timing.Attach(&options);
   options.observer = &observer;
   std::vector<Tensor> outputs;

@@ -27,11 +27,7 @@ std::string ValueText(const std::shared_ptr<const Tensor>& value) {
 
 int CommandValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> p = ParseFlags(args, {});
-  if (!p.ok()) return UsageError(err, "validate", p.status().message());
-  if (p->help) {
-    PrintHelp(out, "validate");
-    return kExitOk;
-  }
+  if (auto rc = HelpOrUsageError("validate", p, out, err)) return *rc;
   if (p->positional.size() != 1) {
     return UsageError(err, "validate",
                       p->positional.empty() ? "missing GRAPH.json" : "expected one GRAPH.json");

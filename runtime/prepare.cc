@@ -3,6 +3,7 @@
 #include "core/feeds.h"
 #include "core/paths.h"
 #include "core/session.h"
+#include "runtime/cli.h"
 #include "runtime/usage.h"
 
 namespace blockflow::cli {
@@ -54,6 +55,14 @@ std::string MissingFeedHint(const Graph& graph, const Node& node) {
 }
 
 }  // namespace
+
+RunOptions RunOptionsFor(const GraphArgs& a) {
+  RunOptions options;
+  options.num_threads = a.threads;
+  options.force_reference_kernels = a.reference;
+  options.cancel = &CancelFlag();
+  return options;
+}
 
 bool RunsKernel(const Prepared& p, size_t index) {
   return !p.analysis.nodes[index].IsFolded() && !p.feeds.count(p.graph.nodes()[index].id);

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "core/session.h"
 #include "core/tensor.h"
+#include "runtime/args.h"
 
 namespace blockflow::cli {
 
@@ -26,6 +28,9 @@ struct Prepared {
   std::vector<std::string> fetches;     // "id" or "id:K"
   GraphAnalysis analysis;               // with the fed shapes
 };
+
+/// The run options `a` asks for: threads, reference kernels, cancellation by Ctrl-C.
+RunOptions RunOptionsFor(const GraphArgs& a);
 
 /// True when node `index` of `p.graph` runs a kernel: it is neither folded at analysis nor fed.
 bool RunsKernel(const Prepared& p, size_t index);

@@ -107,6 +107,16 @@ int UsageError(std::ostream& err, const std::string& command, const std::string&
   return kExitUsage;
 }
 
+std::optional<int> HelpOrUsageError(const std::string& command, bool help, const Status& parsed,
+                                    std::ostream& out, std::ostream& err) {
+  if (help) {
+    PrintHelp(out, command);
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(err, command, parsed.message());
+  return std::nullopt;
+}
+
 void PrintError(std::ostream& err, const std::string& file, const std::string& message) {
   // Messages from the graph loader already start with the file name ("g.json:3:4: ...").
   std::istringstream lines(message);

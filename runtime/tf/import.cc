@@ -23,13 +23,8 @@ Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::strin
   ASSIGN_OR_RETURN(ImportPlan plan, PlanImport(gd, options, registry));
   ASSIGN_OR_RETURN(ImportResult result, MapPlan(gd, plan, options, registry));
   // A compact grid, so that the editor shows an imported graph readably.
-  LayoutSpacing spacing;
-  spacing.left = 40;
-  spacing.top = 40;
-  spacing.column = 260;
-  spacing.row = 110;
-  spacing.per_port = 0;
-  AssignMissingPositions(result.graph, spacing, registry);
+  AssignMissingPositions(
+      result.graph, {.left = 40, .top = 40, .column = 260, .row = 110, .per_port = 0}, registry);
   return result;
 }
 

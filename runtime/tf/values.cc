@@ -4,30 +4,22 @@
 #include <bit>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace blockflow::tfimport {
 namespace {
 
 std::optional<DType> FromTfDType(int t) {
+  static constexpr std::pair<pb::DataType, DType> kTypes[] = {
+      {pb::DT_FLOAT, DType::kFloat32},    {pb::DT_DOUBLE, DType::kFloat64},
+      {pb::DT_INT32, DType::kInt32},      {pb::DT_INT64, DType::kInt64},
+      {pb::DT_BOOL, DType::kBool},        {pb::DT_HALF, DType::kFloat16},
+      {pb::DT_BFLOAT16, DType::kBFloat16}};
   if (t > 100) t -= 100;  // reference types (old variables) carry the same values
-  switch (t) {
-    case pb::DT_FLOAT:
-      return DType::kFloat32;
-    case pb::DT_DOUBLE:
-      return DType::kFloat64;
-    case pb::DT_INT32:
-      return DType::kInt32;
-    case pb::DT_INT64:
-      return DType::kInt64;
-    case pb::DT_BOOL:
-      return DType::kBool;
-    case pb::DT_HALF:
-      return DType::kFloat16;
-    case pb::DT_BFLOAT16:
-      return DType::kBFloat16;
-    default:
-      return std::nullopt;
+  for (const auto& [tf, dtype] : kTypes) {
+    if (tf == t) return dtype;
   }
+  return std::nullopt;
 }
 
 std::string TfDTypeName(int t) {

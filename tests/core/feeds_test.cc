@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <random>
 
-#include "blocks/register_blocks.h"
 #include "core/npy.h"
+#include "test_graph.h"
 
 namespace blockflow {
 namespace {
@@ -27,12 +27,9 @@ constexpr const char* kGraph = R"({"format": "blockflow.graph", "version": 1, "n
 class FeedsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    RegisterBuiltinBlocks();
     dir_ = fs::temp_directory_path() / ("bf_feeds_test_" + std::to_string(std::random_device()()));
     fs::create_directories(dir_ / "data");
-    Expected<Graph> g = ParseGraphJson(kGraph, "g.json", dir_.string());
-    ASSERT_TRUE(g.ok()) << g.status().message();
-    graph_ = std::move(g).value();
+    graph_ = testing::GraphFromJson(kGraph, dir_.string());
     analysis_ = AnalyzeGraph(graph_);
     ASSERT_TRUE(analysis_.ok());
     ASSERT_TRUE(WriteNpy(Path("data/a.npy"), Tensor::FromVector<float>({1, 2})).ok());

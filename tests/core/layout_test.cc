@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "blocks/register_blocks.h"
+#include "test_graph.h"
 
 namespace blockflow {
 namespace {
@@ -15,21 +15,9 @@ constexpr const char* kGraph = R"({"format": "blockflow.graph", "version": 1, "n
   {"id": "s", "op": "Add", "inputs": {"x": "r", "y": "r"}},
   {"id": "t", "op": "Identity", "inputs": {"input": "s"}}]})";
 
-Graph TestGraph() {
-  RegisterBuiltinBlocks();
-  Expected<Graph> g = ParseGraphJson(kGraph, "g.json", ".");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? std::move(g).value() : Graph();
-}
-
 TEST(LayoutTest, ColumnsByDepthBelowPlacedNodes) {
-  Graph g = TestGraph();
-  LayoutSpacing spacing;
-  spacing.left = 40;
-  spacing.top = 10;
-  spacing.column = 100;
-  spacing.row = 50;
-  spacing.per_port = 0;
+  Graph g = testing::GraphFromJson(kGraph);
+  const LayoutSpacing spacing{.left = 40, .top = 10, .column = 100, .row = 50, .per_port = 0};
   AssignMissingPositions(g, spacing);
   auto pos = [&](const std::string& id) { return *NodePositionXY(*g.FindNode(id)); };
   EXPECT_EQ(pos("shape"), std::make_pair(40.0, 10.0));
@@ -49,7 +37,7 @@ TEST(LayoutTest, ColumnsByDepthBelowPlacedNodes) {
 }
 
 TEST(LayoutTest, RowsGrowWithTheOpsPorts) {
-  Graph g = TestGraph();
+  Graph g = testing::GraphFromJson(kGraph);
   Node extra;
   extra.id = "c2";
   extra.op = "Const";

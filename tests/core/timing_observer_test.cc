@@ -7,8 +7,8 @@
 #include <random>
 #include <set>
 
-#include "blocks/register_blocks.h"
 #include "core/npy.h"
+#include "test_graph.h"
 
 namespace blockflow {
 namespace {
@@ -20,13 +20,6 @@ constexpr const char* kGraph = R"({"format": "blockflow.graph", "version": 1, "n
   {"id": "s", "op": "Add", "inputs": {"x": "r", "y": "r"}},
   {"id": "t", "op": "Identity", "inputs": {"input": "s"}}]})";
 
-Graph TestGraph() {
-  RegisterBuiltinBlocks();
-  Expected<Graph> g = ParseGraphJson(kGraph, "g.json", ".");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? std::move(g).value() : Graph();
-}
-
 // Counts the calls it sees.
 class CountingObserver : public ExecutionObserver {
  public:
@@ -37,7 +30,7 @@ class CountingObserver : public ExecutionObserver {
 };
 
 TEST(TimingObserverTest, RecordsEveryNodeAndWritesAChromeTrace) {
-  const Graph g = TestGraph();
+  const Graph g = testing::GraphFromJson(kGraph);
   TimingObserver timing;
   CountingObserver counting;
   FanOutObserver fan({&timing, nullptr, &counting});
@@ -83,7 +76,7 @@ TEST(TimingObserverTest, RecordsEveryNodeAndWritesAChromeTrace) {
 }
 
 TEST(TimingObserverTest, MemoryIsRecordedOneNodeAtATime) {
-  const Graph g = TestGraph();
+  const Graph g = testing::GraphFromJson(kGraph);
   TimingObserver timing(/*record_memory=*/true);
   EXPECT_TRUE(timing.records_memory());
   RunOptions options;
