@@ -54,6 +54,7 @@ struct NodeTiming {
 /// node's own only when nodes run one at a time: Attach() arranges that.
 class TimingObserver : public ExecutionObserver {
  public:
+  /// An observer that records times, and with `record_memory` each node's peak pool bytes.
   explicit TimingObserver(bool record_memory = false);
 
   /// Makes `options` report to this observer; with memory recording, also runs nodes one at a
@@ -62,9 +63,13 @@ class TimingObserver : public ExecutionObserver {
   /// True when nodes' peak bytes are recorded.
   bool records_memory() const { return record_memory_; }
 
+  /// Starts a new record (a reused observer keeps only the last run).
   void OnRunBegin(const std::vector<std::string>& node_ids) override;
+  /// Notes the node's start and thread; with memory recording, starts its PoolPeakMeter.
   void OnNodeBegin(const Node& node) override;
+  /// Records the node's NodeTiming.
   void OnNodeEnd(const Node& node, double ms, const Status& status) override;
+  /// Records the run's wall time.
   void OnRunEnd(const Status& status) override;
 
   /// The nodes of the last run, in the order they ended.
@@ -100,6 +105,7 @@ class TimingObserver : public ExecutionObserver {
 class FanOutObserver : public ExecutionObserver {
  public:
   explicit FanOutObserver(std::vector<ExecutionObserver*> observers);
+  // ExecutionObserver: each call goes to every observer, in the order given.
   void OnRunBegin(const std::vector<std::string>& node_ids) override;
   void OnNodeBegin(const Node& node) override;
   void OnNodeEnd(const Node& node, double ms, const Status& status) override;
