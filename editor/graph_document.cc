@@ -275,19 +275,7 @@ void GraphDocument::Remove(const std::vector<std::string>& node_ids,
   if (node_ids.empty() && wires.empty()) return;
   Graph after = graph_;
   for (const WireRef& w : wires) RemoveWire(after, w);
-  for (const std::string& id : node_ids) {
-    after.RemoveNode(id);
-    // Also drop wires that read the removed node, whatever RemoveNode does with them.
-    for (Node& n : after.nodes()) {
-      for (auto it = n.inputs.begin(); it != n.inputs.end();) {
-        auto& eps = it->second;
-        eps.erase(
-            std::remove_if(eps.begin(), eps.end(), [&](const Endpoint& e) { return e.node == id; }),
-            eps.end());
-        it = eps.empty() ? n.inputs.erase(it) : std::next(it);
-      }
-    }
-  }
+  for (const std::string& id : node_ids) after.RemoveNode(id);  // and every wire from it
   QString text = node_ids.empty() ? QString("Delete %1 wire(s)").arg(wires.size())
                                   : QString("Delete %1 node(s)").arg(node_ids.size());
   ApplyEdit(text, std::move(after));
