@@ -6,11 +6,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
-#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
+
+#include "core/paths.h"
 
 namespace blockflow {
 namespace {
@@ -178,9 +179,7 @@ std::vector<std::string> FilesOf(const Node& node, const OpSchema* schema,
     if (def.file_kind == FileKind::kNone) continue;
     auto it = node.attrs.find(def.name);
     if (it == node.attrs.end() || !it->is_string()) continue;
-    std::filesystem::path path(it->get<std::string>());
-    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
-    files.push_back(path.string());
+    files.push_back(ResolveGraphPath(base_dir, it->get<std::string>()));
   }
   return files;
 }

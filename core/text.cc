@@ -42,4 +42,10 @@ std::string JoinNames(const std::vector<std::string>& names, const std::string& 
   return s;
 }
 
+std::string JoinLines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" : "") + lines[i];
+  return out;
+}
+
 }  // namespace blockflow

@@ -21,4 +21,7 @@ std::string DidYouMean(const std::string& name, const std::vector<std::string>& 
 /// "a, b, c" for a list of names; `empty` when there are none.
 std::string JoinNames(const std::vector<std::string>& names, const std::string& empty = "none");
 
+/// The lines joined by '\n' (no trailing newline): how a Status reports several problems.
+std::string JoinLines(const std::vector<std::string>& lines);
+
 }  // namespace blockflow

@@ -1,12 +1,13 @@
 #include "editor/graph_document.h"
 
+#include <QUndoCommand>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <set>
 
-#include <QUndoCommand>
+#include "core/layout.h"
 
 namespace blockflow::editor {
 
@@ -15,8 +16,12 @@ namespace fs = std::filesystem;
 // Stores whole graphs before and after an edit: simple, and exact for every kind of edit.
 class SnapshotCommand : public QUndoCommand {
  public:
-  SnapshotCommand(GraphDocument* doc, const QString& text, Graph before, Graph after, bool layout_only)
-      : QUndoCommand(text), doc_(doc), before_(std::move(before)), after_(std::move(after)),
+  SnapshotCommand(GraphDocument* doc, const QString& text, Graph before, Graph after,
+                  bool layout_only)
+      : QUndoCommand(text),
+        doc_(doc),
+        before_(std::move(before)),
+        after_(std::move(after)),
         layout_only_(layout_only) {}
   void undo() override { doc_->Replace(before_, layout_only_); }
   void redo() override { doc_->Replace(after_, layout_only_); }
@@ -28,59 +33,12 @@ class SnapshotCommand : public QUndoCommand {
 };
 
 std::optional<QPointF> NodePosition(const Node& node) {
-  if (!node.ui.is_object()) return std::nullopt;
-  auto x = node.ui.find("x"), y = node.ui.find("y");
-  if (x == node.ui.end() || y == node.ui.end() || !x->is_number() || !y->is_number()) return std::nullopt;
-  return QPointF(x->get<double>(), y->get<double>());
+  std::optional<std::pair<double, double>> p = NodePositionXY(node);
+  if (!p) return std::nullopt;
+  return QPointF(p->first, p->second);
 }
 
-static void SetPosition(Node& node, QPointF p) {
-  if (!node.ui.is_object()) node.ui = nlohmann::json::object();
-  node.ui["x"] = static_cast<int64_t>(std::lround(p.x()));
-  node.ui["y"] = static_cast<int64_t>(std::lround(p.y()));
-}
-
-void AssignMissingPositions(Graph& graph) {
-  auto& nodes = graph.nodes();
-  const int n = static_cast<int>(nodes.size());
-  // Depth = longest chain of producers; relaxed n times so cycles cannot loop forever.
-  std::vector<int> depth(static_cast<size_t>(n), 0);
-  for (int pass = 0; pass < n; ++pass) {
-    bool changed = false;
-    for (int i = 0; i < n; ++i) {
-      for (const auto& [port, eps] : nodes[static_cast<size_t>(i)].inputs) {
-        for (const Endpoint& ep : eps) {
-          const int p = graph.IndexOf(ep.node);
-          if (p < 0 || p == i) continue;
-          if (depth[static_cast<size_t>(i)] < depth[static_cast<size_t>(p)] + 1) {
-            depth[static_cast<size_t>(i)] = depth[static_cast<size_t>(p)] + 1;
-            changed = true;
-          }
-        }
-      }
-    }
-    if (!changed) break;
-  }
-  std::map<int, std::vector<int>> layers;
-  for (int i = 0; i < n; ++i) {
-    if (!NodePosition(nodes[static_cast<size_t>(i)])) layers[depth[static_cast<size_t>(i)]].push_back(i);
-  }
-  double max_y = -1e300;
-  for (const Node& node : nodes) {
-    if (auto p = NodePosition(node)) max_y = std::max(max_y, p->y());
-  }
-  const double top = max_y > -1e299 ? max_y + 220 : 0;
-  for (const auto& [d, members] : layers) {
-    double y = top;
-    for (int i : members) {
-      Node& node = nodes[static_cast<size_t>(i)];
-      SetPosition(node, QPointF(d * 380.0, y));
-      const OpSchema* schema = OpRegistry::Global().Find(node.op);
-      const size_t rows = schema ? std::max(schema->inputs().size(), schema->outputs().size()) : 1;
-      y += 90 + 40.0 * static_cast<double>(std::max<size_t>(rows, 1));
-    }
-  }
-}
+static void SetPosition(Node& node, QPointF p) { SetNodePosition(node, p.x(), p.y()); }
 
 std::string IdBaseForOp(const std::string& op) {
   std::string out;
@@ -90,7 +48,8 @@ std::string IdBaseForOp(const std::string& op) {
       // A word starts after a lower-case letter, or where an acronym or a number ends
       // ("Conv2DBackprop" → conv2d_backprop).
       const bool prev_lower = i > 0 && std::islower(static_cast<unsigned char>(op[i - 1]));
-      const bool next_lower = i + 1 < op.size() && std::islower(static_cast<unsigned char>(op[i + 1]));
+      const bool next_lower =
+          i + 1 < op.size() && std::islower(static_cast<unsigned char>(op[i + 1]));
       const bool prev_upper = i > 0 && (std::isupper(static_cast<unsigned char>(op[i - 1])) ||
                                         std::isdigit(static_cast<unsigned char>(op[i - 1])));
       if (!out.empty() && (prev_lower || (prev_upper && next_lower))) out += '_';
@@ -104,14 +63,7 @@ std::string IdBaseForOp(const std::string& op) {
   return out.empty() ? "node" : out;
 }
 
-std::string ResolveGraphPath(const Graph& graph, const std::string& file) {
-  fs::path p(file);
-  if (p.is_absolute() || graph.base_dir.empty()) return file;
-  return (fs::path(graph.base_dir) / p).lexically_normal().string();
-}
-
-GraphDocument::GraphDocument(QObject* parent)
-    : QObject(parent), registry_(OpRegistry::Global()) {
+GraphDocument::GraphDocument(QObject* parent) : QObject(parent), registry_(OpRegistry::Global()) {
   connect(&undo_stack_, &QUndoStack::cleanChanged, this, &GraphDocument::fileStateChanged);
   Reanalyze();
 }
@@ -165,7 +117,8 @@ static void ForEachRelativeFile(Graph& graph, Fn fn) {
 }
 
 // Keeps relative file names pointing at the same files when a graph is saved elsewhere.
-static void RebaseRelativeFiles(Graph& graph, const std::string& old_dir, const std::string& new_dir) {
+static void RebaseRelativeFiles(Graph& graph, const std::string& old_dir,
+                                const std::string& new_dir) {
   // Compared as folders: "/g/." and "/g" are the same folder.
   auto folder = [](const std::string& d) { return (fs::path(d) / "").lexically_normal(); };
   if (old_dir.empty() || folder(old_dir) == folder(new_dir)) return;
@@ -181,7 +134,8 @@ Status GraphDocument::Save(const QString& path) {
   const std::string new_dir = fs::absolute(fs::path(p)).parent_path().string();
   Graph to_save = graph_;
   // Relative names of a graph that has a folder name files there; "" is a new graph.
-  std::string old_dir = graph_.base_dir.empty() ? std::string() : fs::absolute(graph_.base_dir).string();
+  std::string old_dir =
+      graph_.base_dir.empty() ? std::string() : fs::absolute(graph_.base_dir).string();
   RebaseRelativeFiles(to_save, old_dir, new_dir);
   RETURN_IF_ERROR(SaveGraphFile(to_save, p, registry_));
   const bool rebased = SerializeGraph(to_save, registry_) != SerializeGraph(graph_, registry_);
@@ -249,7 +203,8 @@ Status GraphDocument::CheckConnection(const Endpoint& from, const std::string& c
   const OpSchema* schema = registry_.Find(dst->op);
   if (!schema) return NotFound("node '" + consumer + "' has unknown op '" + dst->op + "'");
   const int pi = schema->InputIndex(port);
-  if (pi < 0) return NotFound("node '" + consumer + "' (" + dst->op + ") has no input '" + port + "'");
+  if (pi < 0)
+    return NotFound("node '" + consumer + "' (" + dst->op + ") has no input '" + port + "'");
   const std::string target = "'" + consumer + "'." + port;
   if (from.node == consumer) {
     return InvalidArgument("refused: wiring '" + from.ToString() + "' into " + target +
@@ -257,7 +212,8 @@ Status GraphDocument::CheckConnection(const Endpoint& from, const std::string& c
   }
   if (WouldCreateCycle(graph_, from.node, consumer)) {
     return InvalidArgument("refused: wiring '" + from.ToString() + "' into " + target +
-                           " would create a cycle ('" + consumer + "' already feeds '" + from.node + "')");
+                           " would create a cycle ('" + consumer + "' already feeds '" + from.node +
+                           "')");
   }
   // The producer's dtype: inferred when known, else the only dtype its schema allows.
   DType dtype = DType::kInvalid;
@@ -282,7 +238,8 @@ Status GraphDocument::CheckConnection(const Endpoint& from, const std::string& c
   return Status::OK();
 }
 
-Status GraphDocument::Connect(const Endpoint& from, const std::string& consumer, const std::string& port) {
+Status GraphDocument::Connect(const Endpoint& from, const std::string& consumer,
+                              const std::string& port) {
   RETURN_IF_ERROR(CheckConnection(from, consumer, port));
   Graph after = graph_;
   Node* dst = after.FindNode(consumer);
@@ -313,22 +270,12 @@ static void RemoveWire(Graph& g, const WireRef& w) {
   if (eps.empty()) dst->inputs.erase(it);
 }
 
-void GraphDocument::Remove(const std::vector<std::string>& node_ids, const std::vector<WireRef>& wires) {
+void GraphDocument::Remove(const std::vector<std::string>& node_ids,
+                           const std::vector<WireRef>& wires) {
   if (node_ids.empty() && wires.empty()) return;
   Graph after = graph_;
   for (const WireRef& w : wires) RemoveWire(after, w);
-  for (const std::string& id : node_ids) {
-    after.RemoveNode(id);
-    // Also drop wires that read the removed node, whatever RemoveNode does with them.
-    for (Node& n : after.nodes()) {
-      for (auto it = n.inputs.begin(); it != n.inputs.end();) {
-        auto& eps = it->second;
-        eps.erase(std::remove_if(eps.begin(), eps.end(), [&](const Endpoint& e) { return e.node == id; }),
-                  eps.end());
-        it = eps.empty() ? n.inputs.erase(it) : std::next(it);
-      }
-    }
-  }
+  for (const std::string& id : node_ids) after.RemoveNode(id);  // and every wire from it
   QString text = node_ids.empty() ? QString("Delete %1 wire(s)").arg(wires.size())
                                   : QString("Delete %1 node(s)").arg(node_ids.size());
   ApplyEdit(text, std::move(after));
@@ -349,18 +296,21 @@ Status GraphDocument::SetAttrs(const std::string& id, const nlohmann::json& patc
   }
   if (node->attrs == graph_.FindNode(id)->attrs) return Status::OK();
   QString names;
-  for (const auto& [key, value] : patch.items()) names += (names.isEmpty() ? "" : ", ") + QString::fromStdString(key);
+  for (const auto& [key, value] : patch.items())
+    names += (names.isEmpty() ? "" : ", ") + QString::fromStdString(key);
   ApplyEdit(QString("Set %1.%2").arg(QString::fromStdString(id), names), std::move(after));
   return Status::OK();
 }
 
-Status GraphDocument::SetAttr(const std::string& id, const std::string& name, const nlohmann::json& value) {
+Status GraphDocument::SetAttr(const std::string& id, const std::string& name,
+                              const nlohmann::json& value) {
   nlohmann::json patch = nlohmann::json::object();
   patch[name] = value;
   return SetAttrs(id, patch);
 }
 
-Status GraphDocument::SetUiValue(const std::string& id, const std::string& key, const nlohmann::json& value) {
+Status GraphDocument::SetUiValue(const std::string& id, const std::string& key,
+                                 const nlohmann::json& value) {
   Graph after = graph_;
   Status st;
   Node* node = MutableNode(after, id, &st);
@@ -372,7 +322,8 @@ Status GraphDocument::SetUiValue(const std::string& id, const std::string& key, 
     node->ui[key] = value;
   }
   if (node->ui == graph_.FindNode(id)->ui) return Status::OK();
-  ApplyEdit(QString("Set %1 %2").arg(QString::fromStdString(id), QString::fromStdString(key)), std::move(after));
+  ApplyEdit(QString("Set %1 %2").arg(QString::fromStdString(id), QString::fromStdString(key)),
+            std::move(after));
   return Status::OK();
 }
 
@@ -382,7 +333,8 @@ Status GraphDocument::RenameNode(const std::string& id, const std::string& new_i
   if (!IsValidNodeId(new_id)) {
     return InvalidArgument("invalid id '" + new_id + "': use letters, digits and _ . - /");
   }
-  if (graph_.FindNode(new_id)) return InvalidArgument("id '" + new_id + "' is already used by another node");
+  if (graph_.FindNode(new_id))
+    return InvalidArgument("id '" + new_id + "' is already used by another node");
   Graph after = graph_;
   after.FindNode(id)->id = new_id;
   for (Node& n : after.nodes()) {
@@ -392,8 +344,9 @@ Status GraphDocument::RenameNode(const std::string& id, const std::string& new_i
       }
     }
   }
-  ApplyEdit(QString("Rename %1 → %2").arg(QString::fromStdString(id), QString::fromStdString(new_id)),
-            std::move(after));
+  ApplyEdit(
+      QString("Rename %1 → %2").arg(QString::fromStdString(id), QString::fromStdString(new_id)),
+      std::move(after));
   return Status::OK();
 }
 
@@ -408,8 +361,9 @@ void GraphDocument::MoveNodes(const std::map<std::string, QPointF>& positions) {
     if (!old || NodePosition(*node) != old) changed = true;
   }
   if (!changed) return;
-  ApplyEdit(positions.size() == 1 ? QString("Move %1").arg(QString::fromStdString(positions.begin()->first))
-                                  : QString("Move %1 nodes").arg(positions.size()),
+  ApplyEdit(positions.size() == 1
+                ? QString("Move %1").arg(QString::fromStdString(positions.begin()->first))
+                : QString("Move %1 nodes").arg(positions.size()),
             std::move(after), /*layout_only=*/true);
 }
 
@@ -421,7 +375,8 @@ std::string GraphDocument::CopyNodes(const std::vector<std::string>& ids) const 
     Node copy = n;
     for (auto it = copy.inputs.begin(); it != copy.inputs.end();) {
       auto& eps = it->second;
-      eps.erase(std::remove_if(eps.begin(), eps.end(), [&](const Endpoint& e) { return !chosen.count(e.node); }),
+      eps.erase(std::remove_if(eps.begin(), eps.end(),
+                               [&](const Endpoint& e) { return !chosen.count(e.node); }),
                 eps.end());
       it = eps.empty() ? copy.inputs.erase(it) : std::next(it);
     }
@@ -430,7 +385,8 @@ std::string GraphDocument::CopyNodes(const std::vector<std::string>& ids) const 
   return SerializeGraph(sub, registry_);
 }
 
-Expected<std::vector<std::string>> GraphDocument::Paste(const std::string& json_text, QPointF offset,
+Expected<std::vector<std::string>> GraphDocument::Paste(const std::string& json_text,
+                                                        QPointF offset,
                                                         const std::string& source_dir) {
   ASSIGN_OR_RETURN(Graph pasted, ParseGraphJson(json_text, "clipboard", graph_.base_dir));
   if (!source_dir.empty()) {

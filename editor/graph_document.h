@@ -9,17 +9,18 @@
 //   doc.undo_stack()->undo();
 #pragma once
 
+#include <QObject>
+#include <QPointF>
+#include <QString>
+#include <QUndoStack>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <QObject>
-#include <QPointF>
-#include <QString>
-#include <QUndoStack>
-
 #include "core/graph.h"
+#include "core/layout.h"
+#include "core/paths.h"
 #include "core/schema.h"
 #include "core/status.h"
 
@@ -37,12 +38,8 @@ struct WireRef {
 
 /// The position stored in a node's `ui` ({"x","y"}), if any.
 std::optional<QPointF> NodePosition(const Node& node);
-/// Gives every node without a position one, in layers by dependency depth (left to right).
-void AssignMissingPositions(Graph& graph);
 /// A node id derived from an op name: "DepthwiseConv2dNative" → "depthwise_conv2d_native".
 std::string IdBaseForOp(const std::string& op);
-/// Resolves a file name of the graph (Const `file`, Placeholder `ui.feed`) against its folder.
-std::string ResolveGraphPath(const Graph& graph, const std::string& file);
 
 class GraphDocument : public QObject {
   Q_OBJECT

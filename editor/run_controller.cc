@@ -1,14 +1,12 @@
 #include "editor/run_controller.h"
 
+#include <QMetaObject>
 #include <chrono>
 #include <memory>
-#include <mutex>
 
-#include <QMetaObject>
-
-#include "core/npy.h"
+#include "core/feeds.h"
 #include "core/session.h"
-#include "editor/graph_document.h"
+#include "core/timing_observer.h"
 
 namespace blockflow::editor {
 
@@ -36,59 +34,40 @@ class QueuedObserver : public ExecutionObserver {
     const QString message = QString::fromStdString(status.message());
     const int done = ++done_;
     const int total = total_;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ms_[node.id] = ms;
-    }
     Post([id, ms, ok, message, done, total](RunController* c) {
       emit c->nodeFinished(id, ms, ok, message);
       emit c->progress(done, total);
     });
-  }
-  /// Kernel times by node id (called after the run).
-  std::map<std::string, double> TakeTimes() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return ms_;
   }
 
  private:
   template <typename Fn>
   void Post(Fn fn) {
     RunController* c = target_;
-    QMetaObject::invokeMethod(c, [c, fn] { fn(c); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        c, [c, fn] { fn(c); }, Qt::QueuedConnection);
   }
 
   RunController* target_;
-  std::mutex mu_;
-  std::map<std::string, double> ms_;
   std::atomic<int> done_{0};
   std::atomic<int> total_{0};
 };
 
 }  // namespace
 
+Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph,
+                                                  const GraphAnalysis& analysis) {
+  FeedSources sources;
+  sources.use_ui_feed = true;
+  sources.missing_message = [](const Graph&, const Node&) {
+    return "no feed file: choose the .npy file to feed it in the attribute panel (\"feed\", "
+           "stored in the node's ui.feed)";
+  };
+  return blockflow::LoadFeeds(graph, analysis, {}, sources);
+}
+
 Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph) {
-  std::map<std::string, Tensor> feeds;
-  for (const Node& node : graph.nodes()) {
-    if (node.op != "Placeholder") continue;
-    const std::string where = "node '" + node.id + "' (Placeholder): ";
-    std::string file;
-    if (node.ui.is_object() && node.ui.contains("feed") && node.ui["feed"].is_string()) {
-      file = node.ui["feed"].get<std::string>();
-    }
-    if (file.empty()) {
-      return NotFound(where + "no feed file: choose the .npy file to feed it in the attribute panel "
-                              "(\"feed\", stored in the node's ui.feed)");
-    }
-    DType dtype = DType::kInvalid;
-    if (node.attrs.is_object() && node.attrs.contains("dtype") && node.attrs["dtype"].is_string()) {
-      dtype = ParseDType(node.attrs["dtype"].get<std::string>()).value_or(DType::kInvalid);
-    }
-    Expected<Tensor> t = ReadNpy(ResolveGraphPath(graph, file), dtype);
-    if (!t.ok()) return t.status().WithPrefix(where + "feed: ");
-    feeds[node.id] = std::move(t).value();
-  }
-  return feeds;
+  return LoadFeeds(graph, AnalyzeGraph(graph, OpRegistry::Global()));
 }
 
 RunController::RunController(QObject* parent) : QObject(parent) {}
@@ -113,8 +92,13 @@ void RunController::Start(const Graph& graph, int num_threads) {
   thread_ = std::thread([this, graph, num_threads] {
     const auto t0 = std::chrono::steady_clock::now();
     RunResult r;
-    QueuedObserver observer(this);
-    Expected<std::map<std::string, Tensor>> feeds = LoadFeeds(graph);
+    QueuedObserver queued(this);
+    TimingObserver timing;
+    FanOutObserver observer({&queued, &timing});
+    // An invalid graph runs no feeds: the session reports its first problem.
+    const GraphAnalysis unfed = AnalyzeGraph(graph, OpRegistry::Global());
+    Expected<std::map<std::string, Tensor>> feeds =
+        unfed.ok() ? LoadFeeds(graph, unfed) : std::map<std::string, Tensor>();
     if (!feeds.ok()) {
       r.status = feeds.status();
     } else {
@@ -127,23 +111,22 @@ void RunController::Start(const Graph& graph, int num_threads) {
       std::vector<Tensor> fetched;
       r.status = session.Run(*feeds, {}, &fetched, options);
       for (const auto& [id, outs] : r.outputs) r.executed.insert(id);
-      r.ms = observer.TakeTimes();
+      for (const NodeTiming& t : timing.timings()) r.ms[t.id] = t.ms;
       // Nodes that did not run (constants) still have values: inference computed them.
       const GraphAnalysis analysis = AnalyzeGraph(graph, OpRegistry::Global(), &*feeds);
       for (size_t i = 0; i < graph.nodes().size() && i < analysis.nodes.size(); ++i) {
         const std::string& id = graph.nodes()[i].id;
-        if (r.outputs.count(id)) continue;
-        std::vector<Tensor> values;
-        for (const PortInfo& p : analysis.nodes[i].outputs) {
-          if (!p.value) break;
-          values.push_back(*p.value);
-        }
-        if (!values.empty() && values.size() == analysis.nodes[i].outputs.size()) r.outputs[id] = std::move(values);
+        const NodeInfo& info = analysis.nodes[i];
+        if (r.outputs.count(id) || !info.IsFolded()) continue;
+        std::vector<Tensor>& values = r.outputs[id];
+        for (const PortInfo& p : info.outputs) values.push_back(*p.value);
       }
     }
-    r.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    r.total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     auto shared = std::make_shared<RunResult>(std::move(r));
-    QMetaObject::invokeMethod(this, [this, shared] { OnWorkerDone(std::move(*shared)); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, shared] { OnWorkerDone(std::move(*shared)); }, Qt::QueuedConnection);
   });
 }
 
@@ -156,4 +139,3 @@ void RunController::OnWorkerDone(RunResult result) {
 }
 
 }  // namespace blockflow::editor
-

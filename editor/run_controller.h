@@ -6,15 +6,14 @@
 //   run.Start(doc.graph());   // feeds come from the Placeholders' ui.feed files
 #pragma once
 
+#include <QObject>
+#include <QStringList>
 #include <atomic>
 #include <map>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <QObject>
-#include <QStringList>
 
 #include "core/graph.h"
 #include "core/tensor.h"
@@ -27,13 +26,17 @@ struct RunResult {
   /// Outputs of every node whose values are known after the run: executed nodes, and
   /// constant nodes whose values inference computed.
   std::map<std::string, std::vector<Tensor>> outputs;
-  std::map<std::string, double> ms;   // kernel time of each executed node
-  std::set<std::string> executed;     // nodes whose kernels ran
+  std::map<std::string, double> ms;  // kernel time of each executed node
+  std::set<std::string> executed;    // nodes whose kernels ran
   double total_ms = 0;
 };
 
 /// The feeds of a graph's Placeholders: each reads its `ui.feed` .npy file (relative to the
-/// graph file) as the Placeholder's dtype. A Placeholder without one is an error.
+/// graph file), checked against the Placeholder's dtype and shape in `analysis` (the graph's,
+/// without feeds). A Placeholder without one is an error.
+Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph,
+                                                  const GraphAnalysis& analysis);
+/// The same, analysing the graph first.
 Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph);
 
 class RunController : public QObject {

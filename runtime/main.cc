@@ -1,4 +1,4 @@
-// blockflow: the headless command-line program. Everything lives in runtime/cli.cc.
+// blockflow: the headless command-line program. The commands live in the blockflow_cli library.
 #include <iostream>
 #include <string>
 #include <vector>

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs blockflow's Debian 12 build dependencies (when missing), then configures and
-# builds everything into build/. Environment knobs:
+# builds into build/: everything, or only the targets named on the command line
+# (`bash tools/setup.sh blockflow` builds the program alone; a later run without
+# arguments builds the rest). Environment knobs:
 #   BUILD_DIR=build  BUILD_TYPE=Release  BLOCKFLOW_WERROR=OFF  JOBS=$(nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +24,6 @@ fi
 build_dir="${BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
       -DBLOCKFLOW_WERROR="${BLOCKFLOW_WERROR:-OFF}" >/dev/null
-cmake --build "$build_dir" -j"${JOBS:-$(nproc)}"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$build_dir" -j"${JOBS:-$(nproc)}" ${targets[@]+"${targets[@]}"}

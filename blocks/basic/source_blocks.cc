@@ -2,13 +2,13 @@
 // RandomStandardNormal.
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <memory>
 
 #include "blocks/basic/basic_blocks.h"
 #include "core/file_cache.h"
 #include "core/npy.h"
+#include "core/paths.h"
 
 namespace blockflow {
 namespace {
@@ -63,9 +63,8 @@ Expected<PortInfo> ConstShape(const AttrMap& attrs, const std::string& base_dir)
   if (has_value == has_file) return InvalidArgument("give exactly one of attrs 'value' and 'file'");
   Shape shape;
   if (has_file) {
-    std::filesystem::path path(attrs.GetString("file"));
-    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
-    ASSIGN_OR_RETURN(auto info, ReadNpyInfo(path.string(), dtype));
+    ASSIGN_OR_RETURN(auto info,
+                     ReadNpyInfo(ResolveGraphPath(base_dir, attrs.GetString("file")), dtype));
     shape = info.second;
     if (attrs.Has("shape") && attrs.GetShape("shape") != shape) {
       return InvalidArgument("attr 'shape' " + attrs.GetShape("shape").ToString() +
@@ -99,10 +98,8 @@ Expected<Tensor> MakeConst(const AttrMap& attrs, const std::string& base_dir,
   const bool has_value = attrs.Has("value"), has_file = attrs.Has("file");
   if (has_value == has_file) return InvalidArgument("give exactly one of attrs 'value' and 'file'");
   if (has_file) {
-    std::filesystem::path path(attrs.GetString("file"));
-    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
-    ASSIGN_OR_RETURN(Tensor t, file_cache ? file_cache->Load(path.string(), dtype)
-                                          : ReadNpy(path.string(), dtype));
+    const std::string path = ResolveGraphPath(base_dir, attrs.GetString("file"));
+    ASSIGN_OR_RETURN(Tensor t, file_cache ? file_cache->Load(path, dtype) : ReadNpy(path, dtype));
     if (attrs.Has("shape") && attrs.GetShape("shape") != t.shape()) {
       return InvalidArgument("attr 'shape' " + attrs.GetShape("shape").ToString() +
                              " differs from the shape " + t.shape().ToString() + " in '" +

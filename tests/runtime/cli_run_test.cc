@@ -392,33 +392,92 @@ TEST_F(CliRunTest, BenchJsonHasTheContractKeys) {
   json j = json::parse(r.out);
   std::set<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.insert(k);
-  EXPECT_EQ(keys, (std::set<std::string>{"nodes", "total_ms_median"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"nodes", "total_ms_median", "run_ms_median", "peak_bytes",
+                                         "minor_faults_per_run"}));
   ASSERT_TRUE(j["nodes"].is_array());
   bool saw_dx = false;
   double sum = 0;
   for (const json& n : j["nodes"]) {
     std::set<std::string> nk;
     for (const auto& [k, v] : n.items()) nk.insert(k);
-    EXPECT_EQ(nk, (std::set<std::string>{"id", "op", "ms_min", "ms_median", "ms_max"}));
+    EXPECT_EQ(nk,
+              (std::set<std::string>{"id", "op", "ms_min", "ms_median", "ms_max", "peak_bytes"}));
     EXPECT_LE(n["ms_min"].get<double>(), n["ms_median"].get<double>());
     EXPECT_LE(n["ms_median"].get<double>(), n["ms_max"].get<double>());
     EXPECT_GE(n["ms_min"].get<double>(), 0.0);
+    EXPECT_TRUE(n["peak_bytes"].is_number_unsigned()) << n;
     sum += n["ms_median"].get<double>();
     if (n["id"] == "dx") {
       saw_dx = true;
       EXPECT_EQ(n["op"], "DepthwiseConv2dNativeBackpropInput");
+      // Its output, [1,8,8,2] float32, is allocated while it runs.
+      EXPECT_GE(n["peak_bytes"].get<size_t>(), 1u * 8 * 8 * 2 * sizeof(float)) << n;
     }
+    // Fed Placeholders run no kernel: they are not timed.
+    EXPECT_NE(n["id"], "dy");
   }
   EXPECT_TRUE(saw_dx) << r.out;
   EXPECT_NEAR(j["total_ms_median"].get<double>(), sum, 1e-9 + 1e-9 * sum);
+  EXPECT_GT(j["run_ms_median"].get<double>(), 0.0);
+  // The whole graph holds at least dx while it runs.
+  EXPECT_GE(j["peak_bytes"].get<size_t>(), 1u * 8 * 8 * 2 * sizeof(float));
+  EXPECT_GE(j["minor_faults_per_run"].get<double>(), 0.0);
 
   CmdResult text = Run({"bench", "g.json", "--feed", "dy=dy.npy", "--repeat", "2"});
   ASSERT_EQ(text.rc, 0) << text.err;
   EXPECT_NE(text.out.find("ms_median"), std::string::npos);
+  EXPECT_NE(text.out.find("peak"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("whole graph: run_ms_median "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("minor faults per run"), std::string::npos) << text.out;
   CmdResult missing = Run({"bench", "g.json"});
   EXPECT_EQ(missing.rc, 1);
   EXPECT_NE(missing.err.find("node 'dy' (Placeholder): needs a value"), std::string::npos)
       << missing.err;
+}
+
+// --trace writes a Chrome trace: one complete event per node that ran, in microseconds.
+TEST_F(CliRunTest, TraceWritesOneCompleteEventPerNode) {
+  CmdResult r = Run({"run", "g.json", "--feed", "dy=dy.npy", "--trace", "t/run.trace.json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const json trace = json::parse(ReadText(dir_ / "t/run.trace.json"));
+  ASSERT_TRUE(trace["traceEvents"].is_array()) << trace;
+  std::multiset<std::string> names;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    names.insert(e["name"].get<std::string>());
+    EXPECT_GE(e["ts"].get<double>(), 0.0) << e;
+    EXPECT_GE(e["dur"].get<double>(), 0.0) << e;
+    EXPECT_TRUE(e["pid"].is_number_integer() && e["tid"].is_number_integer()) << e;
+    EXPECT_EQ(e["cat"], e["args"]["op"]) << e;
+  }
+  // Every node runs once (the default fetches need them all).
+  EXPECT_EQ(names, (std::multiset<std::string>{"sizes", "w", "dy", "dx", "grad/shape", "axes",
+                                               "grad/sum"}));
+  // With --profile each node's memory is in its event too.
+  r = Run({"run", "g.json", "--feed", "dy=dy.npy", "--profile", "--trace", "p.json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("peak"), std::string::npos) << r.out;
+  for (const json& e : json::parse(ReadText(dir_ / "p.json"))["traceEvents"]) {
+    if (e["ph"] == "X") {
+      EXPECT_TRUE(e["args"].contains("peak_bytes")) << e;
+    }
+  }
+}
+
+// A --trace path that cannot be written fails before the run, naming the path in the way.
+TEST_F(CliRunTest, UnwritableTraceFailsBeforeTheRun) {
+  WriteText(dir_ / "file", "not a folder");
+  fs::create_directories(dir_ / "folder");
+  for (const std::string& trace : {std::string("file/t.json"), std::string("folder")}) {
+    CmdResult r = Run({"run", "g.json", "--feed", "dy=dy.npy", "--trace", trace});
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_NE(r.err.find("error: g.json: --trace " + trace + ": '"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("mean"), std::string::npos) << "nothing may run: " << r.out;
+  }
+  EXPECT_EQ(ReadText(dir_ / "file"), "not a folder");
+  CmdResult empty = Run({"run", "g.json", "--trace="});
+  EXPECT_EQ(empty.rc, 2) << empty.err;
+  EXPECT_NE(empty.err.find("--trace needs a file name"), std::string::npos) << empty.err;
 }
 
 // A graph that runs long enough to interrupt: `adds` chained Adds over 4M floats.

@@ -1,6 +1,6 @@
 // TensorFlow GraphDef import: unit tests on small text GraphDefs, and the samples in
 // samples/tf/ through `blockflow import-tf` in all three forms.
-#include "runtime/import_tf.h"
+#include "runtime/tf/import.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

@@ -1,11 +1,14 @@
 // TensorFlow GraphDef import: binary .pb, text .pbtxt (tf.io.write_graph) or
-// protobuf JSON, to a blockflow graph.
+// protobuf JSON, to a blockflow graph. The steps live beside this file: graphdef.h reads,
+// values.h decodes values, plan.h chooses the nodes, mapping.h makes them blockflow nodes,
+// and write.cc writes the result.
 //
 //   tfimport::ImportOptions opt;
 //   opt.fetches = {"gradients/conv_grad/Conv2DBackpropFilter"};
-//   opt.feeds = {"gradients/Relu_grad/ReluGrad"};          // cut here: becomes a Placeholder
-//   ASSIGN_OR_RETURN(tfimport::ImportResult r, tfimport::ImportGraphDefFile("g.pbtxt", opt,
-//   OpRegistry::Global())); RETURN_IF_ERROR(tfimport::WriteImport(r, "g.json"));
+//   opt.feeds = {"gradients/Relu_grad/ReluGrad"};   // cut here: becomes a Placeholder
+//   ASSIGN_OR_RETURN(tfimport::ImportResult r,
+//                    tfimport::ImportGraphDefFile("g.pbtxt", opt, OpRegistry::Global()));
+//   RETURN_IF_ERROR(tfimport::WriteValidImport(r, "g.json", OpRegistry::Global()));
 //
 // Rules: control inputs ("^name") only order execution in TensorFlow and are
 // dropped; attrs that only matter to TensorFlow (T, Tshape, use_cudnn_on_gpu,
@@ -14,7 +17,7 @@
 // schema's, in order, with a list port taking the remaining inputs. Const values
 // with at most `inline_limit` elements are written inline (integers exactly, NaN and
 // Inf as the strings "nan", "inf", "-inf"), larger ones to `const_dir/ID.npy` beside
-// the graph.
+// the graph. Nodes are placed in columns by dependency depth (core/layout.h).
 #pragma once
 
 #include <string>

@@ -1,0 +1,102 @@
+#include "core/feeds.h"
+
+#include <optional>
+#include <set>
+
+#include "core/npy.h"
+#include "core/paths.h"
+#include "core/text.h"
+
+namespace blockflow {
+namespace {
+
+// The nodes `fetches` need: them and everything upstream. Empty fetches: every node.
+std::vector<bool> NeededNodes(const Graph& graph, const std::vector<std::string>& fetches) {
+  const auto& nodes = graph.nodes();
+  std::vector<bool> needed(nodes.size(), fetches.empty());
+  std::vector<std::string> stack;
+  for (const std::string& f : fetches) {
+    if (std::optional<Endpoint> ep = Endpoint::Parse(f)) stack.push_back(ep->node);
+  }
+  while (!stack.empty()) {
+    const int i = graph.IndexOf(stack.back());
+    stack.pop_back();
+    if (i < 0 || needed[static_cast<size_t>(i)]) continue;
+    needed[static_cast<size_t>(i)] = true;
+    for (const auto& [port, eps] : nodes[static_cast<size_t>(i)].inputs) {
+      for (const Endpoint& e : eps) stack.push_back(e.node);
+    }
+  }
+  return needed;
+}
+
+// Reads one Placeholder's feed and checks it against the Placeholder's inferred output.
+Expected<Tensor> ReadFeed(const Node& node, const NodeInfo& info, const std::string& file) {
+  const std::string who = "node '" + node.id + "' (" + node.op + "): ";
+  if (info.outputs.empty()) return InvalidArgument(who + "has no inferred output to feed");
+  const PortInfo& want = info.outputs[0];
+  Expected<Tensor> t = ReadNpy(file, want.dtype);  // fails on another dtype, naming both
+  if (!t.ok()) return t.status().WithPrefix(who + "feed: ");
+  if (t->shape().rank() != want.shape.rank() || !want.shape.IsCompatibleWith(t->shape())) {
+    return InvalidArgument(who + "fed shape " + t->shape().ToString() + " from '" + file +
+                           "', but the Placeholder's shape is " + want.shape.ToString());
+  }
+  return t;
+}
+
+}  // namespace
+
+Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph, const GraphAnalysis& analysis,
+                                                  const std::vector<std::string>& fetches,
+                                                  const FeedSources& sources) {
+  const auto& nodes = graph.nodes();
+  std::vector<std::string> errors;
+  std::map<std::string, std::string> files;  // Placeholder id → file, as the caller names it
+  for (const FeedFile& f : sources.files) {
+    const Node* node = graph.FindNode(f.id);
+    if (!node) {
+      errors.push_back("cannot feed '" + f.id + "' from '" + f.file + "': there is no node '" +
+                       f.id + "' in the graph");
+      continue;
+    }
+    const std::string who = "node '" + f.id + "' (" + node->op + "): ";
+    if (node->op != "Placeholder") {
+      errors.push_back(who + "cannot be fed from '" + f.file + "': only a Placeholder can be fed");
+    } else if (!files.emplace(f.id, f.file).second) {
+      errors.push_back(who + "is fed twice");
+    }
+  }
+  const std::vector<bool> needed = NeededNodes(graph, fetches);
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& node = nodes[i];
+    if (!needed[i] || node.op != "Placeholder") continue;
+    std::string file;
+    if (auto it = files.find(node.id); it != files.end()) {
+      file = it->second;
+    } else if (std::optional<std::string> ui = UiFeedFile(node); ui && sources.use_ui_feed) {
+      file = ResolveGraphPath(graph, *ui);
+    } else {
+      errors.push_back(
+          "node '" + node.id + "' (Placeholder): " +
+          (sources.missing_message
+               ? sources.missing_message(graph, node)
+               : "needs a value: it is needed by the fetched outputs but was not fed"));
+      continue;
+    }
+    if (i >= analysis.nodes.size()) {
+      errors.push_back("node '" + node.id + "' (Placeholder): the analysis does not cover it");
+      continue;
+    }
+    Expected<Tensor> t = ReadFeed(node, analysis.nodes[i], file);
+    if (!t.ok()) {
+      errors.push_back(t.status().message());
+      continue;
+    }
+    feeds.emplace(node.id, std::move(t).value());
+  }
+  if (errors.empty()) return feeds;
+  return InvalidArgument(JoinLines(errors));
+}
+
+}  // namespace blockflow

@@ -1,0 +1,158 @@
+#include "runtime/args.h"
+
+#include <algorithm>
+
+#include "core/graph.h"
+#include "core/text.h"
+
+namespace blockflow::cli {
+namespace {
+
+// Parses `args` with the shared flags plus `more`, filling what `run` and `bench` share.
+Expected<ParsedArgs> ParseGraphArgs(const std::vector<std::string>& args,
+                                    const std::vector<FlagSpec>& more, GraphArgs* out) {
+  std::vector<FlagSpec> specs = {{"--feed", true, true}, {"--threads", true}, {"--reference"}};
+  specs.insert(specs.end(), more.begin(), more.end());
+  ASSIGN_OR_RETURN(ParsedArgs p, ParseFlags(args, specs));
+  out->help = p.help;
+  if (p.help) return p;
+  if (p.positional.empty()) return InvalidArgument("missing GRAPH.json");
+  if (p.positional.size() > 1)
+    return InvalidArgument("unexpected argument '" + p.positional[1] + "'");
+  out->graph = p.positional[0];
+  for (const std::string& f : p.All("--feed")) {
+    ASSIGN_OR_RETURN(auto feed, ParseFeedFlag(f));
+    out->feeds.push_back(std::move(feed));
+  }
+  if (auto t = p.Last("--threads")) {
+    ASSIGN_OR_RETURN(out->threads, ParseIntFlag("--threads", *t, 1));
+  }
+  out->reference = p.Has("--reference");
+  return p;
+}
+
+}  // namespace
+
+bool ParsedArgs::Has(const std::string& name) const {
+  return std::any_of(flags.begin(), flags.end(), [&](const auto& f) { return f.first == name; });
+}
+
+std::optional<std::string> ParsedArgs::Last(const std::string& name) const {
+  std::optional<std::string> v;
+  for (const auto& f : flags) {
+    if (f.first == name) v = f.second;
+  }
+  return v;
+}
+
+std::vector<std::string> ParsedArgs::All(const std::string& name) const {
+  std::vector<std::string> v;
+  for (const auto& f : flags) {
+    if (f.first == name) v.push_back(f.second);
+  }
+  return v;
+}
+
+Expected<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
+                                const std::vector<FlagSpec>& specs) {
+  ParsedArgs p;
+  bool flags_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (flags_done || arg.size() < 2 || arg[0] != '-') {
+      p.positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      flags_done = true;
+      continue;
+    }
+    if (arg == "-h" || arg == "--help") {
+      p.help = true;
+      continue;
+    }
+    std::string name = arg, value;
+    bool inline_value = false;
+    const size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inline_value = true;
+    }
+    auto spec =
+        std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.name == name; });
+    if (spec == specs.end()) {
+      std::vector<std::string> names;
+      for (const FlagSpec& s : specs) names.push_back(s.name);
+      return InvalidArgument("unknown option '" + name + "'" + DidYouMean(name, names, 2));
+    }
+    if (!spec->takes_value && inline_value)
+      return InvalidArgument("option '" + name + "' takes no value");
+    if (spec->takes_value && !inline_value) {
+      if (i + 1 >= args.size()) return InvalidArgument("option '" + name + "' needs a value");
+      value = args[++i];
+    }
+    if (!spec->repeatable && p.Has(name))
+      return InvalidArgument("option '" + name + "' given twice");
+    p.flags.emplace_back(name, value);
+  }
+  return p;
+}
+
+Expected<std::pair<std::string, std::string>> ParseFeedFlag(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    return InvalidArgument("--feed '" + text + "': expected ID=FILE.npy");
+  }
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+Expected<int> ParseIntFlag(const std::string& flag, const std::string& text, int min) {
+  try {
+    size_t used = 0;
+    const long v = std::stol(text, &used);
+    if (used == text.size() && v >= min && v <= 1'000'000) return static_cast<int>(v);
+  } catch (const std::exception&) {
+  }
+  return InvalidArgument(flag + " '" + text + "': expected an integer >= " + std::to_string(min));
+}
+
+Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args) {
+  RunArgs r;
+  ASSIGN_OR_RETURN(
+      ParsedArgs p,
+      ParseGraphArgs(
+          args, {{"--fetch", true, true}, {"--out", true}, {"--trace", true}, {"--profile"}}, &r));
+  if (p.help) return r;
+  for (const std::string& f : p.All("--fetch")) {
+    if (!Endpoint::Parse(f)) return InvalidArgument("--fetch '" + f + "': expected ID or ID:K");
+    r.fetches.push_back(f);
+  }
+  if (auto o = p.Last("--out")) {
+    if (o->empty()) return InvalidArgument("--out needs a folder");
+    r.out_dir = *o;
+  }
+  if (auto t = p.Last("--trace")) {
+    if (t->empty()) return InvalidArgument("--trace needs a file name");
+    r.trace = *t;
+  }
+  r.profile = p.Has("--profile");
+  return r;
+}
+
+Expected<BenchArgs> ParseBenchArgs(const std::vector<std::string>& args) {
+  BenchArgs b;
+  ASSIGN_OR_RETURN(ParsedArgs p,
+                   ParseGraphArgs(args, {{"--warmup", true}, {"--repeat", true}, {"--json"}}, &b));
+  if (p.help) return b;
+  if (auto v = p.Last("--warmup")) {
+    ASSIGN_OR_RETURN(b.warmup, ParseIntFlag("--warmup", *v, 0));
+  }
+  if (auto v = p.Last("--repeat")) {
+    ASSIGN_OR_RETURN(b.repeat, ParseIntFlag("--repeat", *v, 1));
+  }
+  b.json = p.Has("--json");
+  return b;
+}
+
+}  // namespace blockflow::cli

@@ -1,0 +1,57 @@
+// Writing an import: the graph and its Const .npy files, checked as they will load first.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/npy.h"
+#include "core/text.h"
+#include "runtime/tf/import.h"
+
+namespace blockflow::tfimport {
+
+Status WriteValidImport(const ImportResult& result, const std::string& path,
+                        const OpRegistry& registry) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
+  // The Const files go to a fresh staging folder beside the graph first, so that the
+  // graph can be checked as it will load without touching what is already there.
+  const fs::path stage =
+      dir / ("." + fs::path(path).filename().string() + ".import." + std::to_string(::getpid()));
+  std::error_code ec;
+  if (fs::exists(stage, ec))
+    return IoError("staging folder '" + stage.string() + "' already exists");
+  struct RemoveStage {
+    const fs::path& stage;
+    ~RemoveStage() {
+      std::error_code e;
+      fs::remove_all(stage, e);
+    }
+  } remove_stage{stage};
+  for (const auto& [file, tensor] : result.const_files) {
+    RETURN_IF_ERROR(WriteNpy((stage / file).string(), tensor));
+  }
+  Graph staged = result.graph;
+  staged.base_dir = stage.string();
+  GraphAnalysis analysis = AnalyzeGraph(staged, registry);
+  if (!analysis.ok()) {
+    std::vector<std::string> issues;
+    for (const NodeIssue& issue : analysis.issues) issues.push_back(issue.ToString());
+    return InvalidArgument(JoinLines(issues));
+  }
+  for (const auto& [file, tensor] : result.const_files) {
+    fs::create_directories((dir / file).parent_path(), ec);
+    fs::rename(stage / file, dir / file, ec);
+    if (ec) return IoError("cannot write '" + (dir / file).string() + "': " + ec.message());
+  }
+  return SaveGraphFile(result.graph, path, registry);
+}
+
+Status WriteImport(const ImportResult& result, const std::string& path) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  for (const auto& [file, tensor] : result.const_files) {
+    RETURN_IF_ERROR(WriteNpy((dir / file).string(), tensor));
+  }
+  return SaveGraphFile(result.graph, path);
+}
+
+}  // namespace blockflow::tfimport
