@@ -60,7 +60,8 @@ Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph, const Grap
       continue;
     }
     const std::string who = "node '" + f.id + "' (" + node->op + "): ";
-    if (node->op != "Placeholder") {
+    const OpSchema* schema = OpRegistry::Global().Find(node->op);
+    if (!schema || !IsFedBlock(*schema)) {
       errors.push_back(who + "cannot be fed from '" + f.file + "': only a Placeholder can be fed");
     } else if (!files.emplace(f.id, f.file).second) {
       errors.push_back(who + "is fed twice");
@@ -70,7 +71,8 @@ Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph, const Grap
   std::map<std::string, Tensor> feeds;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& node = nodes[i];
-    if (!needed[i] || node.op != "Placeholder") continue;
+    const OpSchema* schema = OpRegistry::Global().Find(node.op);
+    if (!needed[i] || !schema || !IsFedBlock(*schema)) continue;
     std::string file;
     if (auto it = files.find(node.id); it != files.end()) {
       file = it->second;

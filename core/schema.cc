@@ -1,5 +1,7 @@
 #include "core/schema.h"
 
+#include <algorithm>
+
 #include "core/text.h"
 
 namespace blockflow {
@@ -371,6 +373,17 @@ std::string PortLayout(LayoutRole role, const OpSchema& schema, const nlohmann::
     }
   }
   return "";
+}
+
+bool IsFedBlock(const OpSchema& schema) {
+  return std::any_of(schema.outputs().begin(), schema.outputs().end(),
+                     [](const OutputDef& o) { return o.feed_file != FileKind::kNone; });
+}
+
+bool HoldsValue(const OpSchema& schema) {
+  return std::any_of(schema.attrs().begin(), schema.attrs().end(), [](const AttrDef& a) {
+    return a.file_kind != FileKind::kNone && !a.alternative_to.empty();
+  });
 }
 
 }  // namespace blockflow

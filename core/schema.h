@@ -348,6 +348,12 @@ Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value);
 /// for the controlling attribute's value, given in `attrs` or its default.
 bool AttrIsVisible(const OpSchema& schema, const AttrDef& def, const nlohmann::json& attrs);
 
+/// True for blocks whose value is fed at run time: an output with a feed file kind (Placeholder).
+bool IsFedBlock(const OpSchema& schema);
+/// True for blocks that hold a value given inline or in a file: an attr with a file kind that is
+/// the alternative to another attr (Const's `file` or `value`).
+bool HoldsValue(const OpSchema& schema);
+
 /// The layout of a rank-4 tensor on a port with `role`, for a node of `schema` with `attrs`:
 /// "NHWC", "NCHW" (the `data_format` attr, given or default), "HWIO", or "" for kNone.
 std::string PortLayout(LayoutRole role, const OpSchema& schema, const nlohmann::json& attrs);

@@ -184,12 +184,6 @@ std::vector<std::string> FilesOf(const Node& node, const OpSchema* schema,
   return files;
 }
 
-// True for blocks whose value comes from a run's feeds (Placeholder).
-bool TakesFeeds(const OpSchema* schema) {
-  return schema && std::any_of(schema->outputs().begin(), schema->outputs().end(),
-                               [](const OutputDef& o) { return o.feed_file != FileKind::kNone; });
-}
-
 // Drops values that came from this run's feeds: a plan outlives the run.
 void StripFeedValues(std::vector<PortInfo>* ports) {
   for (PortInfo& p : *ports) {
@@ -266,7 +260,8 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
     const int i = index(id);
     if (i < 0) return NotFound("cannot feed '" + id + "': there is no node '" + id + "'");
     const Node& node = nodes[static_cast<size_t>(i)];
-    if (!TakesFeeds(registry_.Find(node.op))) {
+    const OpSchema* schema = registry_.Find(node.op);
+    if (!schema || !IsFedBlock(*schema)) {
       return InvalidArgument(Who(node) + "cannot be fed: only Placeholder nodes take feeds");
     }
   }
@@ -315,7 +310,8 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    if (needed[i] && TakesFeeds(registry_.Find(nodes[i].op)) && !feeds.count(nodes[i].id)) {
+    const OpSchema* schema = registry_.Find(nodes[i].op);
+    if (needed[i] && schema && IsFedBlock(*schema) && !feeds.count(nodes[i].id)) {
       return InvalidArgument(Who(nodes[i]) +
                              "needs a value: it is needed by the fetched outputs but was not fed");
     }

@@ -101,7 +101,8 @@ Status GraphDocument::Open(const QString& path) {
   return Status::OK();
 }
 
-// Calls fn(value, path) for every relative file name of the graph (Const `file`, `ui.feed`).
+// Calls fn(value, path) for every relative file name of the graph: attrs whose schema gives a
+// file kind (a Const's `file`) and `ui.feed`.
 template <typename Fn>
 static void ForEachRelativeFile(Graph& graph, Fn fn) {
   auto visit = [&](nlohmann::json& v) {
@@ -111,7 +112,13 @@ static void ForEachRelativeFile(Graph& graph, Fn fn) {
     fn(v, p);
   };
   for (Node& node : graph.nodes()) {
-    if (node.attrs.is_object() && node.attrs.contains("file")) visit(node.attrs["file"]);
+    const OpSchema* schema = OpRegistry::Global().Find(node.op);
+    if (schema && node.attrs.is_object()) {
+      for (const AttrDef& def : schema->attrs()) {
+        if (def.file_kind != FileKind::kNone && node.attrs.contains(def.name))
+          visit(node.attrs[def.name]);
+      }
+    }
     if (node.ui.is_object() && node.ui.contains("feed")) visit(node.ui["feed"]);
   }
 }

@@ -132,11 +132,11 @@ Expected<json> OpAttrs(const pb::NodeDef& n, const OpSchema& schema, ImportResul
     }
     attrs[key] = std::move(j).value();
   }
-  // TensorFlow writes explicit_paddings: [] whatever the padding; it only means
-  // something with EXPLICIT, and blockflow rejects it elsewhere.
-  if (attrs.contains("explicit_paddings") && attrs["explicit_paddings"].empty() &&
-      attrs.value("padding", "") != "EXPLICIT") {
-    attrs.erase("explicit_paddings");
+  // TensorFlow writes some attrs empty whatever their condition (explicit_paddings: [] with
+  // any padding); an empty attr whose schema condition does not hold means nothing.
+  for (const AttrDef& def : schema.attrs()) {
+    auto it = attrs.find(def.name);
+    if (it != attrs.end() && it->empty() && !AttrIsVisible(schema, def, attrs)) attrs.erase(it);
   }
   if (!errors.empty()) return InvalidArgument(JoinLines(errors));
   return attrs;
@@ -217,9 +217,11 @@ class EntryMapper {
       errors_->push_back(s.message());
       return;
     }
-    Expected<json> attrs = n.op() == "Const"         ? ConstAttrs(n, options_, result_)
-                           : n.op() == "Placeholder" ? PlaceholderAttrs(n)
-                                                     : OpAttrs(n, schema, result_);
+    // A block fed at run time takes a Placeholder's attrs; one whose value may come from a
+    // file takes a Const's tensor.
+    Expected<json> attrs = IsFedBlock(schema)     ? PlaceholderAttrs(n)
+                           : HoldsValue(schema)  ? ConstAttrs(n, options_, result_)
+                                                 : OpAttrs(n, schema, result_);
     if (!attrs.ok()) {
       errors_->push_back(attrs.status().message());
       return;
