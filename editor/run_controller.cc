@@ -84,12 +84,25 @@ void RunController::ClearResult() {
 
 void RunController::Cancel() { cancel_ = true; }
 
+std::shared_ptr<const Session> RunController::SessionFor(const Graph& graph) {
+  Graph bare = graph;
+  for (Node& node : bare.nodes()) node.ui = nullptr;
+  std::string key = bare.base_dir + '\n' + SerializeGraph(bare);
+  if (!session_ || key != session_key_) {
+    session_ = std::make_shared<const Session>(graph);
+    session_key_ = std::move(key);
+  }
+  return session_;
+}
+
 void RunController::Start(const Graph& graph, int num_threads) {
   if (running_) return;
   if (thread_.joinable()) thread_.join();
   cancel_ = false;
   running_ = true;
-  thread_ = std::thread([this, graph, num_threads] {
+  std::shared_ptr<const Session> session = SessionFor(graph);
+  std::shared_ptr<TensorFileCache> file_cache = file_cache_;
+  thread_ = std::thread([this, graph, num_threads, session, file_cache] {
     const auto t0 = std::chrono::steady_clock::now();
     RunResult r;
     QueuedObserver queued(this);
@@ -102,14 +115,14 @@ void RunController::Start(const Graph& graph, int num_threads) {
     if (!feeds.ok()) {
       r.status = feeds.status();
     } else {
-      Session session(graph);
       RunOptions options;
+      options.file_cache = file_cache.get();
       options.num_threads = num_threads;
       options.cancel = &cancel_;
       options.observer = &observer;
       options.all_outputs = &r.outputs;
       std::vector<Tensor> fetched;
-      r.status = session.Run(*feeds, {}, &fetched, options);
+      r.status = session->Run(*feeds, {}, &fetched, options);
       for (const auto& [id, outs] : r.outputs) r.executed.insert(id);
       for (const NodeTiming& t : timing.timings()) r.ms[t.id] = t.ms;
       // Nodes that did not run (constants) still have values: inference computed them.

@@ -10,12 +10,15 @@
 #include <QStringList>
 #include <atomic>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/file_cache.h"
 #include "core/graph.h"
+#include "core/session.h"
 #include "core/tensor.h"
 
 namespace blockflow::editor {
@@ -54,6 +57,8 @@ class RunController : public QObject {
   /// The last finished run.
   const RunResult& result() const { return result_; }
   bool has_result() const { return has_result_; }
+  /// The session of the last run (null before the first): reruns of an unchanged graph reuse it.
+  const Session* session() const { return session_.get(); }
   void ClearResult();
 
  signals:
@@ -66,12 +71,19 @@ class RunController : public QObject {
 
  private:
   void OnWorkerDone(RunResult result);
+  // The session for `graph`: the last one while the graph is unchanged apart from editor-only
+  // data, so a rerun reuses its prepared plan.
+  std::shared_ptr<const Session> SessionFor(const Graph& graph);
 
   std::thread thread_;
   std::atomic<bool> cancel_{false};
   bool running_ = false;
   bool has_result_ = false;
   RunResult result_;
+  std::shared_ptr<const Session> session_;
+  std::string session_key_;  // the graph the session runs, serialised without ui data
+  // Const files are read once for every run of this editor, re-read when they change.
+  std::shared_ptr<TensorFileCache> file_cache_ = std::make_shared<TensorFileCache>();
 };
 
 }  // namespace blockflow::editor

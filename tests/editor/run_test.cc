@@ -62,6 +62,29 @@ TEST(EditorRun, ResultsAreBitwiseEqualToASessionRun) {
   EXPECT_EQ(w.scene()->FindNode("y")->run_state(), RunState::kIdle);
 }
 
+TEST(EditorRun, RerunsReuseThePreparedSessionUntilTheGraphChanges) {
+  MainWindow w;
+  w.SetScripted(true);
+  ASSERT_TRUE(w.OpenFile(testing::DataPath("basic.json")));
+  QList<QVariant> args;
+  ASSERT_TRUE(RunAndWait(w, &args));
+  ASSERT_TRUE(args[0].toBool()) << args[1].toString().toStdString();
+  const Session* first = w.runner()->session();
+  ASSERT_NE(first, nullptr);
+  const Tensor y = w.runner()->result().outputs.at("y")[0];
+  // Moving a node changes only editor data: the same session, its plan reused.
+  w.document()->MoveNodes({{"y", QPointF(500, 500)}});
+  ASSERT_TRUE(RunAndWait(w, &args));
+  EXPECT_EQ(w.runner()->session(), first);
+  EXPECT_EQ(first->cache_stats().plans_made, 1u);
+  EXPECT_EQ(first->cache_stats().plans_reused, 1u);
+  EXPECT_TRUE(w.runner()->result().outputs.at("y")[0].BitwiseEquals(y));
+  // An attribute edit is a new graph: a new session.
+  ASSERT_TRUE(w.document()->SetAttr("scale", "value", nlohmann::json::array({1, 1})).ok());
+  ASSERT_TRUE(RunAndWait(w, &args));
+  EXPECT_NE(w.runner()->session(), first);
+}
+
 TEST(EditorRun, MissingFeedIsAClearError) {
   MainWindow w;
   w.SetScripted(true);
