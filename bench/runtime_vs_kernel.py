@@ -73,7 +73,7 @@ def run_blockflow(exe, graph_path, feed_args, threads, repeat):
 
 def run_kernel(exe, op, name, threads):
     cmd = [exe, "--threads", str(threads), "--benchmark_format=json",
-           "--benchmark_filter=^" + re.escape(f"{op}/{name}/optimized") + "$",
+           "--benchmark_filter=^" + re.escape(f"{op}/{name}/optimized") + "(/real_time)?$",
            "--benchmark_repetitions=5", "--benchmark_min_time=0.05"]
     result = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     medians = [b for b in result["benchmarks"] if b.get("aggregate_name") == "median"]

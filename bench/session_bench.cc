@@ -11,7 +11,13 @@
 //                                Session (file in the page cache) against `cat_ms` (reading the
 //                                same file to nowhere in 1 MB chunks), then later runs.
 //   NpyConst/sum/first|cached    the same Const reduced by Sum, so every byte is touched.
-//   TinyGraph/run                Session::Run of a Const → Identity graph: the per-run overhead.
+//   TinyGraph/run                Session::Run of a Placeholder → Identity graph: the per-run
+//                                overhead.
+//   Overhead/<graph>             a whole Session::Run against the sum of its kernels called
+//                                alone (RunNodeKernel, inputs ready, state prepared), alternating
+//                                in one loop. Counters: kernels_ms, run_ms, overhead_us_per_node.
+//                                Graphs: the training-step sample and a one-block depthwise
+//                                layer (mnv1_dw4_56x128_s1).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -180,6 +186,108 @@ void TinyGraph(benchmark::State& state) {
   }
 }
 
+// Runs `graph` whole and node by node, alternately; see Overhead/ above.
+void GraphOverhead(benchmark::State& state, const Graph& graph,
+                   const std::map<std::string, Tensor>& feeds) {
+  const Session session(graph);
+  RunOptions options;
+  options.num_threads = g_threads;
+  std::map<std::string, std::vector<Tensor>> all;
+  RunOptions keep = options;
+  keep.all_outputs = &all;
+  std::vector<Tensor> out;
+  if (!session.Run(feeds, {}, &out, keep).ok()) {
+    state.SkipWithError("run failed");
+    return;
+  }
+  // Every kernel node with its inputs (from the full run) and its prepared state.
+  struct Step {
+    const OpSchema* schema;
+    const NodeInfo* info;
+    std::vector<const Tensor*> inputs;
+    std::shared_ptr<const void> state;
+  };
+  const GraphAnalysis analysis = AnalyzeGraph(graph, OpRegistry::Global(), &feeds);
+  std::vector<Step> steps;
+  for (int i : analysis.topo_order) {
+    const Node& node = graph.nodes()[static_cast<size_t>(i)];
+    const NodeInfo& info = analysis.nodes[static_cast<size_t>(i)];
+    const OpSchema* schema = OpRegistry::Global().Find(node.op);
+    if (info.IsFolded() || IsFedBlock(*schema)) continue;
+    Step step{schema, &info, {}, nullptr};
+    for (const PortDef& port : schema->inputs()) {
+      auto it = node.inputs.find(port.name);
+      if (it == node.inputs.end()) continue;
+      for (const Endpoint& e : it->second) {
+        step.inputs.push_back(&all.at(e.node).at(static_cast<size_t>(e.index)));
+      }
+    }
+    Expected<std::shared_ptr<const void>> prepared = PrepareNode(*schema, info);
+    if (!prepared.ok()) {
+      state.SkipWithError(prepared.status().message().c_str());
+      return;
+    }
+    step.state = *prepared;
+    steps.push_back(std::move(step));
+  }
+  using Clock = std::chrono::steady_clock;
+  double kernels_ms = 0, run_ms = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    for (const Step& step : steps) {
+      std::vector<Tensor> outs;
+      Status s = RunNodeKernel(*step.schema, *step.info, step.inputs, &outs, options,
+                               graph.base_dir, step.state.get());
+      if (!s.ok()) state.SkipWithError(s.message().c_str());
+    }
+    const auto t1 = Clock::now();
+    out.clear();
+    Status s = session.Run(feeds, {}, &out, options);
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+    const auto t2 = Clock::now();
+    out.clear();
+    kernels_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+    run_ms += std::chrono::duration<double, std::milli>(t2 - t1).count();
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["kernels_ms"] = kernels_ms / n;
+  state.counters["run_ms"] = run_ms / n;
+  state.counters["overhead_us_per_node"] =
+      1000.0 * (run_ms - kernels_ms) / n / static_cast<double>(steps.size());
+  state.counters["kernel_nodes"] = static_cast<double>(steps.size());
+}
+
+void TrainStepOverhead(benchmark::State& state) {
+  const fs::path path = fs::path(BF_SAMPLES_DIR) / "mobilenet_block_train_step.json";
+  Expected<Graph> g = LoadGraphFile(path.string());
+  if (!g.ok()) {
+    state.SkipWithError(g.status().message().c_str());
+    return;
+  }
+  std::map<std::string, Tensor> feeds;
+  for (const char* id : {"x", "target"}) {
+    Expected<Tensor> t = ReadNpy(
+        (fs::path(BF_SAMPLES_DIR) / "mobilenet_block_train_step" / (std::string(id) + ".npy"))
+            .string());
+    if (!t.ok()) {
+      state.SkipWithError(t.status().message().c_str());
+      return;
+    }
+    feeds[id] = *t;
+  }
+  GraphOverhead(state, *g, feeds);
+}
+
+void DepthwiseLayerOverhead(benchmark::State& state) {
+  const Graph graph = ParseOrDie(GraphJson(
+      R"({"id": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [8, 56, 56, 128]}},
+         {"id": "w", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [3, 3, 128, 1]}},
+         {"id": "y", "op": "DepthwiseConv2dNative", "inputs": {"input": "x", "filter": "w"},
+          "attrs": {"strides": [1, 1, 1, 1], "padding": "SAME"}})"));
+  GraphOverhead(state, graph,
+                {{"x", Random(Shape{8, 56, 56, 128}, 4)}, {"w", Random(Shape{3, 3, 128, 1}, 5)}});
+}
+
 }  // namespace
 }  // namespace blockflow
 
@@ -212,6 +320,12 @@ int main(int argc, char** argv) {
     }
   }
   benchmark::RegisterBenchmark("TinyGraph/run", TinyGraph)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("Overhead/mobilenet_block_train_step", TrainStepOverhead)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("Overhead/mnv1_dw4_56x128_s1", DepthwiseLayerOverhead)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   benchmark::AddCustomContext("threads", std::to_string(g_threads));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -405,6 +405,8 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
 Status Session::Run(const std::map<std::string, Tensor>& feeds,
                     const std::vector<std::string>& fetch_names, std::vector<Tensor>* outputs,
                     const RunOptions& options) const {
+  // The caller's previous outputs go back to the pool before this run allocates its own.
+  outputs->clear();
   ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan_ptr, GetPlan(feeds, fetch_names));
   const Plan& plan = *plan_ptr;
   const auto& nodes = graph_.nodes();

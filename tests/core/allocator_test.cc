@@ -32,6 +32,19 @@ TEST(BufferPool, FreedLargeBufferIsReusedWithoutMapping) {
   EXPECT_EQ(pool.stats().bytes_cached, 0u);
 }
 
+TEST(BufferPool, TheBlockFreedLastIsReusedFirst) {
+  BufferPool pool(64 * kMB);
+  auto a = pool.Allocate(kMB, false), b = pool.Allocate(kMB, false);
+  std::byte* pa = a.get();
+  std::byte* pb = b.get();
+  a.reset();
+  b.reset();
+  EXPECT_EQ(pool.Allocate(kMB, false).get(), pb);
+  b = pool.Allocate(kMB, false);
+  EXPECT_EQ(b.get(), pb);
+  EXPECT_EQ(pool.Allocate(kMB, false).get(), pa);
+}
+
 TEST(BufferPool, BuffersAre64ByteAlignedAndLargeOnesHugePageAligned) {
   BufferPool pool(64 * kMB);
   for (size_t bytes : {size_t{1}, size_t{100}, size_t{70000}, 5 * kMB}) {
