@@ -2,7 +2,7 @@
 //
 //   Expected<Tensor> t = ReadNpy("w.npy");
 //   if (!t.ok()) return t.status();
-//   RETURN_IF_ERROR(graph.Validate());
+//   RETURN_IF_ERROR(SaveGraphFile(graph, "copy.json"));
 //   ASSIGN_OR_RETURN(Tensor w, ReadNpy("w.npy"));
 #pragma once
 

@@ -149,10 +149,10 @@ void RegisterConvBlocks(OpRegistry& registry) {
     OpSchema s("Conv2D");
     s.Category("Convolution")
         .Doc(
-            "2-D convolution: output[n, oh, ow, o] = sum over kh, kw, i of input[n, oh*sh - "
-            "pad_top + "
-            "kh*dh, ow*sw - pad_left + kw*dw, g*in_per_group + i] * filter[kh, kw, i, o]. Grouped "
-            "when the input depth is a multiple of the filter's in-depth.")
+            "2-D convolution: output[n, oh, ow, o] = sum over kh, kw, i of "
+            "input[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, g*in_per_group + i] * "
+            "filter[kh, kw, i, o]. Grouped when the input depth is a multiple of the filter's "
+            "in-depth.")
         .Input("input", kT, "4-D input [batch, in_height, in_width, in_channels] (NHWC) or NCHW.")
         .Layout(LayoutRole::kActivation)
         .Input("filter", kT, "[filter_height, filter_width, in_channels / groups, out_channels].")
