@@ -97,9 +97,8 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry,
     for (const auto& [port, eps] : node.inputs) {
       const int pi = schema->InputIndex(port);
       if (pi < 0) {
-        error(
-            i, "unknown input port '" + port + "'" + DidYouMean(port, port_names) + "; " + node.op +
-                   " has inputs: " + JoinNames(port_names));
+        error(i, "unknown input port '" + port + "'" + DidYouMean(port, port_names) + "; " +
+                     node.op + " has inputs: " + JoinNames(port_names));
         continue;
       }
       if (!schema->inputs()[static_cast<size_t>(pi)].is_list && eps.size() != 1) {
@@ -129,9 +128,8 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry,
       for (const auto& [name, value] : node.attrs.items()) {
         const AttrDef* def = schema->FindAttr(name);
         if (!def) {
-          error(
-              i, "unknown attr '" + name + "'" + DidYouMean(name, attr_names) + "; " + node.op +
-                     " has attrs: " + JoinNames(attr_names));
+          error(i, "unknown attr '" + name + "'" + DidYouMean(name, attr_names) + "; " + node.op +
+                       " has attrs: " + JoinNames(attr_names));
           continue;
         }
         Status s = CheckAttrValue(*def, value);

@@ -2,10 +2,10 @@
 // JSON v1 form, and whole-graph validation with dtype and shape inference.
 // A Graph is data only: Session runs it and never edits it.
 //
-//   ASSIGN_OR_RETURN(Graph g, LoadGraphFile("samples/depthwise_conv2d_native_backprop_input.json"));
-//   GraphAnalysis a = AnalyzeGraph(g, OpRegistry::Global());
-//   for (const NodeIssue& e : a.issues) std::cerr << e.ToString() << "\n";
-//   RETURN_IF_ERROR(SaveGraphFile(g, "copy.json"));   // atomic, byte-stable
+//   ASSIGN_OR_RETURN(Graph g,
+//   LoadGraphFile("samples/depthwise_conv2d_native_backprop_input.json")); GraphAnalysis a =
+//   AnalyzeGraph(g, OpRegistry::Global()); for (const NodeIssue& e : a.issues) std::cerr <<
+//   e.ToString() << "\n"; RETURN_IF_ERROR(SaveGraphFile(g, "copy.json"));   // atomic, byte-stable
 #pragma once
 
 #include <map>

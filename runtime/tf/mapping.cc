@@ -219,9 +219,9 @@ class EntryMapper {
     }
     // A block fed at run time takes a Placeholder's attrs; one whose value may come from a
     // file takes a Const's tensor.
-    Expected<json> attrs = IsFedBlock(schema)     ? PlaceholderAttrs(n)
-                           : HoldsValue(schema)  ? ConstAttrs(n, options_, result_)
-                                                 : OpAttrs(n, schema, result_);
+    Expected<json> attrs = IsFedBlock(schema)   ? PlaceholderAttrs(n)
+                           : HoldsValue(schema) ? ConstAttrs(n, options_, result_)
+                                                : OpAttrs(n, schema, result_);
     if (!attrs.ok()) {
       errors_->push_back(attrs.status().message());
       return;

@@ -24,7 +24,8 @@ QByteArray ReadAll(const QString& path) {
 }
 
 TEST(IdBaseForOp, SnakeCasesOpNames) {
-  EXPECT_EQ(IdBaseForOp("DepthwiseConv2dNativeBackpropInput"), "depthwise_conv2d_native_backprop_input");
+  EXPECT_EQ(IdBaseForOp("DepthwiseConv2dNativeBackpropInput"),
+            "depthwise_conv2d_native_backprop_input");
   EXPECT_EQ(IdBaseForOp("Conv2DBackpropFilter"), "conv2d_backprop_filter");
   EXPECT_EQ(IdBaseForOp("Add"), "add");
   EXPECT_EQ(IdBaseForOp("ZerosLike"), "zeros_like");
@@ -54,7 +55,8 @@ TEST(GraphDocument, RefusesWireOfIncompatibleDType) {
   const int undo_count = doc.undo_stack()->count();
   const Status st = doc.Connect(Endpoint{"a", 0}, "reshape", "shape");
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.message(), "refused: 'reshape'.shape (Reshape) accepts int32, int64; 'a' gives float32");
+  EXPECT_EQ(st.message(),
+            "refused: 'reshape'.shape (Reshape) accepts int32, int64; 'a' gives float32");
   EXPECT_EQ(Text(doc), before);
   EXPECT_EQ(doc.undo_stack()->count(), undo_count);
   // The float tensor is fine on the `tensor` port.
@@ -71,10 +73,12 @@ TEST(GraphDocument, RefusesWireThatClosesACycle) {
   const std::string before = Text(doc);
   Status st = doc.Connect(Endpoint{"i2", 0}, "i1", "input");
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.message(), "refused: wiring 'i2' into 'i1'.input would create a cycle ('i1' already feeds 'i2')");
+  EXPECT_EQ(st.message(),
+            "refused: wiring 'i2' into 'i1'.input would create a cycle ('i1' already feeds 'i2')");
   st = doc.Connect(Endpoint{"i1", 0}, "i1", "input");
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("would create a cycle (a block cannot feed itself)"), std::string::npos);
+  EXPECT_NE(st.message().find("would create a cycle (a block cannot feed itself)"),
+            std::string::npos);
   EXPECT_EQ(Text(doc), before);
 }
 
@@ -186,8 +190,7 @@ TEST(GraphDocument, SaveThenLoadGivesTheSameFile) {
   // The feed path was rebased to the new folder, still naming the same file.
   const Node* x = again.graph().FindNode("x");
   const std::string feed = x->ui["feed"].get<std::string>();
-  EXPECT_TRUE(QFile::exists(QString::fromStdString(ResolveGraphPath(again.graph(), feed))))
-      << feed;
+  EXPECT_TRUE(QFile::exists(QString::fromStdString(ResolveGraphPath(again.graph(), feed)))) << feed;
   EXPECT_EQ(x->ui["x"], 0);
 }
 
@@ -204,7 +207,8 @@ TEST(GraphDocument, MissingPositionsAreLaidOutInLayers) {
     {"id": "i1", "op": "Identity", "inputs": {"input": "a"}},
     {"id": "i2", "op": "Identity", "inputs": {"input": "i1"}}]})");
   AssignMissingPositions(g);
-  auto pa = NodePosition(*g.FindNode("a")), p1 = NodePosition(*g.FindNode("i1")), p2 = NodePosition(*g.FindNode("i2"));
+  auto pa = NodePosition(*g.FindNode("a")), p1 = NodePosition(*g.FindNode("i1")),
+       p2 = NodePosition(*g.FindNode("i2"));
   ASSERT_TRUE(pa && p1 && p2);
   EXPECT_LT(pa->x(), p1->x());
   EXPECT_LT(p1->x(), p2->x());

@@ -88,7 +88,8 @@ TEST(EditorRun, RerunsReuseThePreparedSessionUntilTheGraphChanges) {
 TEST(EditorRun, MissingFeedIsAClearError) {
   MainWindow w;
   w.SetScripted(true);
-  w.document()->Reset(testing::GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
+  w.document()->Reset(
+      testing::GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
     {"id": "dy", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2]}},
     {"id": "out", "op": "Identity", "inputs": {"input": "dy"}}]})"));
   QList<QVariant> args;
@@ -102,13 +103,15 @@ TEST(EditorRun, MissingFeedIsAClearError) {
 
 TEST(EditorRun, FeedOfTheWrongDTypeNamesTheFile) {
   QTemporaryDir dir;
-  ASSERT_TRUE(WriteNpy(dir.filePath("dy.npy").toStdString(), Tensor::FromVector<double>({1.0, 2.0})).ok());
+  ASSERT_TRUE(
+      WriteNpy(dir.filePath("dy.npy").toStdString(), Tensor::FromVector<double>({1.0, 2.0})).ok());
   Graph g = testing::GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
     {"id": "dy", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2]}, "ui": {"feed": "dy.npy"}}]})");
   g.base_dir = dir.path().toStdString();
   Expected<std::map<std::string, Tensor>> feeds = LoadFeeds(g);
   ASSERT_FALSE(feeds.ok());
-  EXPECT_EQ(feeds.status().message().rfind("node 'dy' (Placeholder): feed: ", 0), 0u) << feeds.status().message();
+  EXPECT_EQ(feeds.status().message().rfind("node 'dy' (Placeholder): feed: ", 0), 0u)
+      << feeds.status().message();
   EXPECT_NE(feeds.status().message().find("dy.npy"), std::string::npos);
 }
 
@@ -123,8 +126,10 @@ TEST(EditorRun, CancelStopsTheRunAndKeepsTheUiUsable) {
     {"id": "c0", "op": "RandomUniform", "inputs": {"shape": "xs"}},
     {"id": "w", "op": "RandomUniform", "inputs": {"shape": "ws"}, "attrs": {"seed": 1}})";
   for (int i = 1; i <= 10; ++i) {
-    json += ",\n{\"id\": \"c" + std::to_string(i) + "\", \"op\": \"Conv2D\", \"inputs\": {\"input\": \"c" +
-            std::to_string(i - 1) + "\", \"filter\": \"w\"}, \"attrs\": {\"strides\": [1, 1, 1, 1], \"padding\": \"SAME\"}}";
+    json +=
+        ",\n{\"id\": \"c" + std::to_string(i) +
+        "\", \"op\": \"Conv2D\", \"inputs\": {\"input\": \"c" + std::to_string(i - 1) +
+        "\", \"filter\": \"w\"}, \"attrs\": {\"strides\": [1, 1, 1, 1], \"padding\": \"SAME\"}}";
   }
   json += "]}";
   w.document()->Reset(testing::GraphFromJson(json));
@@ -143,14 +148,18 @@ TEST(EditorRun, CancelStopsTheRunAndKeepsTheUiUsable) {
 }
 
 TEST(EditorCommandLine, ParsesTheContract) {
-  EditorOptions o = ParseEditorArgs({"blockflow-editor", "g.json", "--run", "--screenshot", "s.png"});
+  EditorOptions o =
+      ParseEditorArgs({"blockflow-editor", "g.json", "--run", "--screenshot", "s.png"});
   EXPECT_TRUE(o.error.isEmpty());
   EXPECT_EQ(o.graph, "g.json");
   EXPECT_TRUE(o.run);
   EXPECT_EQ(o.screenshot, "s.png");
-  EXPECT_EQ(ParseEditorArgs({"blockflow-editor", "--screenshot"}).error, "--screenshot needs a file name");
-  EXPECT_EQ(ParseEditorArgs({"blockflow-editor", "--frobnicate"}).error, "unknown option --frobnicate");
-  EXPECT_EQ(ParseEditorArgs({"blockflow-editor", "a.json", "b.json"}).error, "more than one graph file given");
+  EXPECT_EQ(ParseEditorArgs({"blockflow-editor", "--screenshot"}).error,
+            "--screenshot needs a file name");
+  EXPECT_EQ(ParseEditorArgs({"blockflow-editor", "--frobnicate"}).error,
+            "unknown option --frobnicate");
+  EXPECT_EQ(ParseEditorArgs({"blockflow-editor", "a.json", "b.json"}).error,
+            "more than one graph file given");
 }
 
 QProcessEnvironment Headless() {
@@ -191,7 +200,8 @@ TEST(EditorCommandLine, FailedRunExitsWithOne) {
   ASSERT_TRUE(p.waitForFinished(60000));
   EXPECT_EQ(p.exitCode(), 1);
   const QString err = QString::fromUtf8(p.readAllStandardError());
-  EXPECT_TRUE(err.contains("error: nofeed.json: node 'dy' (Placeholder): no feed file")) << err.toStdString();
+  EXPECT_TRUE(err.contains("error: nofeed.json: node 'dy' (Placeholder): no feed file"))
+      << err.toStdString();
   EXPECT_TRUE(QFile::exists(dir.filePath("shot.png")));
 }
 

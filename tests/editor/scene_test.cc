@@ -2,8 +2,8 @@
 // and painting far from the origin.
 #include <gtest/gtest.h>
 
-#include <QApplication>
 #include <QAction>
+#include <QApplication>
 #include <QComboBox>
 #include <QFileInfo>
 #include <QGraphicsSceneDragDropEvent>
@@ -43,7 +43,8 @@ QMimeData* PaletteMime(PaletteWidget* palette, const QString& op) {
   return nullptr;
 }
 
-void SendMouse(QWidget* w, QEvent::Type type, QPoint pos, Qt::MouseButton button, Qt::MouseButtons buttons) {
+void SendMouse(QWidget* w, QEvent::Type type, QPoint pos, Qt::MouseButton button,
+               Qt::MouseButtons buttons) {
   QMouseEvent ev(type, QPointF(pos), QPointF(w->mapToGlobal(pos)), button, buttons, Qt::NoModifier);
   QApplication::sendEvent(w, &ev);
 }
@@ -72,7 +73,8 @@ TEST_F(EditorWindowTest, DroppingAPaletteBlockAddsANode) {
   std::unique_ptr<QMimeData> mime(PaletteMime(window_.palette_widget(), "Mul"));
   ASSERT_NE(mime, nullptr);
   EXPECT_TRUE(mime->hasFormat(GraphScene::kOpMimeType));
-  for (QEvent::Type type : {QEvent::GraphicsSceneDragEnter, QEvent::GraphicsSceneDragMove, QEvent::GraphicsSceneDrop}) {
+  for (QEvent::Type type :
+       {QEvent::GraphicsSceneDragEnter, QEvent::GraphicsSceneDragMove, QEvent::GraphicsSceneDrop}) {
     QGraphicsSceneDragDropEvent ev(type);
     ev.setMimeData(mime.get());
     ev.setScenePos(QPointF(620, 300));
@@ -122,9 +124,11 @@ TEST_F(EditorWindowTest, WiringByDragReplacesRefusesAndReports) {
 
   // float32 into Reshape.shape (int32/int64) is refused, with the reason in the status bar.
   const std::string before = SerializeGraph(doc()->graph());
-  DragOnCanvas(view, PortPos(scene, "a", true, "output"), PortPos(scene, "reshape", false, "shape"));
+  DragOnCanvas(view, PortPos(scene, "a", true, "output"),
+               PortPos(scene, "reshape", false, "shape"));
   EXPECT_EQ(SerializeGraph(doc()->graph()), before);
-  EXPECT_EQ(window_.StatusText(), "refused: 'reshape'.shape (Reshape) accepts int32, int64; 'a' gives float32");
+  EXPECT_EQ(window_.StatusText(),
+            "refused: 'reshape'.shape (Reshape) accepts int32, int64; 'a' gives float32");
 
   // Dragging from an input to an output works too: s → identity.input.
   DragOnCanvas(view, PortPos(scene, "identity", false, "input"), PortPos(scene, "s", true, "z"));
@@ -133,7 +137,9 @@ TEST_F(EditorWindowTest, WiringByDragReplacesRefusesAndReports) {
 
   // identity → s.y would close a cycle.
   DragOnCanvas(view, PortPos(scene, "identity", true, "output"), PortPos(scene, "s", false, "y"));
-  EXPECT_EQ(window_.StatusText(), "refused: wiring 'identity' into 's'.y would create a cycle ('s' already feeds 'identity')");
+  EXPECT_EQ(
+      window_.StatusText(),
+      "refused: wiring 'identity' into 's'.y would create a cycle ('s' already feeds 'identity')");
   EXPECT_EQ(doc()->graph().FindNode("s")->inputs.at("y")[0].node, "b");
   EXPECT_EQ(scene->edges().size(), 3u);
 }
@@ -182,7 +188,8 @@ TEST_F(EditorWindowTest, AttributeEditUpdatesShapesAndBadges) {
   EXPECT_EQ(s->toolTip().toStdString(), issues[0]);
   window_.SelectNode("s");
   EXPECT_EQ(window_.StatusText().toStdString(), issues[0]);
-  EXPECT_TRUE(window_.attributes()->IssueText().contains(QString::fromStdString(issues[0]).toHtmlEscaped()));
+  EXPECT_TRUE(window_.attributes()->IssueText().contains(
+      QString::fromStdString(issues[0]).toHtmlEscaped()));
 
   // Two undos bring back the original graph and a clean node.
   doc()->undo_stack()->undo();
@@ -190,9 +197,6 @@ TEST_F(EditorWindowTest, AttributeEditUpdatesShapesAndBadges) {
   EXPECT_EQ(SerializeGraph(doc()->graph()), SerializeGraph(GraphFromJson(kAddGraph)));
   EXPECT_FALSE(window_.scene()->FindNode("s")->has_issues());
 }
-
-
-
 
 TEST_F(EditorWindowTest, DraggingANodeMovesItUndoably) {
   NodeItem* s = window_.scene()->FindNode("s");

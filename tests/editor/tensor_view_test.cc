@@ -1,10 +1,10 @@
 // Slices, heatmaps and their colours (NaN, subnormal scales), and the value table.
-#include <cmath>
-#include <limits>
+#include "editor/tensor_view.h"
 
 #include <gtest/gtest.h>
 
-#include "editor/tensor_view.h"
+#include <cmath>
+#include <limits>
 
 namespace blockflow::editor {
 namespace {
@@ -73,8 +73,8 @@ TEST(TensorSliceModel, ShowsTheChosenSlice) {
 TEST(Heatmap, HeatmapOfTinyValuesDoesNotProduceNaNColours) {
   // |max| is subnormal: 1/max overflows to inf and 0 * inf is NaN.
   const double tiny = 1e-310;
-  Tensor t = Tensor::FromVector<double>({0.0, tiny, -tiny, std::numeric_limits<double>::quiet_NaN()},
-                                        Shape{2, 2});
+  Tensor t = Tensor::FromVector<double>(
+      {0.0, tiny, -tiny, std::numeric_limits<double>::quiet_NaN()}, Shape{2, 2});
   const Slice2D s = MakeSlice(t.shape(), SliceLayout::kNHWC, 0, 0);
   double m = 0;
   const QImage img = HeatmapImage(t, s, &m);

@@ -1,15 +1,15 @@
 // Helpers shared by the editor tests.
 #pragma once
 
-#include <string>
+#include <gtest/gtest.h>
 
 #include <QApplication>
 #include <QFile>
 #include <QList>
 #include <QSignalSpy>
-#include <QVariant>
 #include <QString>
-#include <gtest/gtest.h>
+#include <QVariant>
+#include <string>
 
 #include "core/graph.h"
 #include "editor/graph_document.h"

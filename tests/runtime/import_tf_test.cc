@@ -1,11 +1,10 @@
 // TensorFlow GraphDef import: unit tests on small text GraphDefs, and the samples in
 // samples/tf/ through `blockflow import-tf` in all three forms.
-#include "runtime/tf/import.h"
-
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "blocks/register_blocks.h"
+#include "runtime/tf/import.h"
 #include "test_util.h"
 
 namespace blockflow::testing {

@@ -273,7 +273,8 @@ TEST(BasicBlocksTest, LargeConstantsAreBuiltOnlyWhenTheGraphRuns) {
   ASSERT_NE(a.nodes[2].outputs[0].value, nullptr);  // small: known for shape functions
   EXPECT_TRUE(RunOne(root, file).BitwiseEquals(big));
   EXPECT_EQ(RunOne(root, fill).GetAsDouble(512 * 512 - 1), 0.5);
-  auto bad_fill = root.AddNode("Const", {}, {{"dtype", "int32"}, {"shape", {512, 512}}, {"value", 0.5}});
+  auto bad_fill =
+      root.AddNode("Const", {}, {{"dtype", "int32"}, {"shape", {512, 512}}, {"value", 0.5}});
   EXPECT_NE(RunError(root, bad_fill).find("not an integer"), std::string::npos);
 }
 
