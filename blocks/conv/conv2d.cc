@@ -19,6 +19,7 @@ namespace {
 
 using internal::ComputeT;
 using internal::ThreadsFor;
+using internal::WorkBuffer;
 
 // ---------------------------------------------------------------------------------------------
 // Optimized kernels: NHWC compute buffers of C (float or double), one row per call, parallel
@@ -48,7 +49,7 @@ inline int64_t PanelOffset(const ConvGeometry& g, int64_t vec_width, int64_t grp
 }
 
 template <typename C>
-void PackForwardFilter(const ConvGeometry& g, const C* w, std::vector<C>* out) {
+void PackForwardFilter(const ConvGeometry& g, const C* w, WorkBuffer<C>* out) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t taps = g.filter_h * g.filter_w, cig = g.filter_in_depth, co_all = g.out_depth;
   const int64_t cog = co_all / g.groups, cog_vec = cog - cog % L;
@@ -440,14 +441,14 @@ void Conv2DKernels<T>::Forward(const ConvState& state, const Tensor& input, cons
   const ConvGeometry& g = state.geometry;
   const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  std::vector<C> xbuf, wbuf, ybuf;
+  WorkBuffer<C> xbuf, wbuf, ybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
                                       num_threads);
   const C* w = internal::ToCompute<T, C>(filter, &wbuf);
-  std::vector<C> packed;
+  WorkBuffer<C> packed;
   PackForwardFilter(g, w, &packed);
   C* y = internal::OutputBuffer<T, C>(output, a.format, &ybuf);
-  const std::vector<C> zeros(static_cast<size_t>(g.in_depth), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(g.in_depth), C(0));
   const RowFn<C> row = ForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.filter_in_depth * g.out_depth;
@@ -470,7 +471,7 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
   const ConvGeometry& g = state.geometry;
   const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  std::vector<C> dybuf, dxbuf;
+  WorkBuffer<C> dybuf, dxbuf;
   const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
                                        g.out_depth, &dybuf, num_threads);
   // Three copies of the filter in one buffer: panels [grp][ci block of L][kh, kw, co, L] for
@@ -481,7 +482,7 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
   const int64_t taps = g.filter_h * g.filter_w, cig = g.filter_in_depth, co_all = g.out_depth;
   const int64_t cog = co_all / g.groups, cig_vec = cig - cig % L;
   const int64_t fsize = taps * cig * co_all, packed = g.groups * cig_vec * taps * cog;
-  std::vector<C> wt(static_cast<size_t>(packed + 2 * fsize));
+  WorkBuffer<C> wt(static_cast<size_t>(packed + 2 * fsize));
   for (int64_t tap = 0; tap < taps; ++tap)
     for (int64_t ci = 0; ci < cig; ++ci)
       for (int64_t co = 0; co < co_all; ++co) {
@@ -496,7 +497,7 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
         wt[static_cast<size_t>(packed + fsize + (tap * cig + ci) * co_all + co)] = v;
       }
   C* dx = internal::OutputBuffer<T, C>(input_grad, a.format, &dxbuf);
-  const std::vector<C> zeros(static_cast<size_t>(co_all), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(co_all), C(0));
   const RowFn<C> row = BackpropInputRow(C{});
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost =
@@ -524,7 +525,7 @@ void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& inpu
   const ConvGeometry& g = state.geometry;
   const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  std::vector<C> xbuf, dybuf;
+  WorkBuffer<C> xbuf, dybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
                                       num_threads);
   const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,

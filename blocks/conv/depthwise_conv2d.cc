@@ -19,6 +19,7 @@ namespace {
 
 using internal::ComputeT;
 using internal::ThreadsFor;
+using internal::WorkBuffer;
 
 // ---------------------------------------------------------------------------------------------
 // Optimized kernels: NHWC compute buffers of C, one row per call, parallel over rows that do not
@@ -356,20 +357,20 @@ void DepthwiseKernels<T>::Forward(const ConvState& state, const Tensor& input, c
   const ConvGeometry& g = state.geometry;
   const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  std::vector<C> xbuf, wbuf, ybuf;
+  WorkBuffer<C> xbuf, wbuf, ybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
                                       num_threads);
   const ConvGeometry e = Expanded(g);
   const C* w = internal::ToCompute<T, C>(filter, &wbuf);  // [fh, fw, C*M]
   C* y = internal::OutputBuffer<T, C>(output, a.format, &ybuf);
-  const std::vector<C> zeros(static_cast<size_t>(e.out_depth), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C(0));
   const DwRowsFn<C> row = DwForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
   const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
   // Per-thread buffers, allocated here, outside the region.
   const int64_t slots = ExpandedRows<C>::Slots(g), row_size = ExpandedRows<C>::RowSize(g);
-  std::vector<C> ring(static_cast<size_t>(nt * slots * row_size));
+  WorkBuffer<C> ring(static_cast<size_t>(nt * slots * row_size));
   std::vector<int64_t> keys(static_cast<size_t>(nt * slots), -1);
   std::vector<const C*> xr(static_cast<size_t>(nt * g.filter_h));
 #pragma omp parallel num_threads(nt)
@@ -412,10 +413,10 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
   f.pad_left = (g.filter_w - 1) * g.dilation_w - g.pad_left;
   f.pad_right = (g.filter_w - 1) * g.dilation_w - g.pad_right;
   const int64_t ch = e.out_depth, taps = g.filter_h * g.filter_w, mult = g.multiplier;
-  std::vector<C> wf(static_cast<size_t>(taps * ch));
+  WorkBuffer<C> wf(static_cast<size_t>(taps * ch));
   for (int64_t k = 0; k < taps; ++k)
     std::copy(w + (taps - 1 - k) * ch, w + (taps - k) * ch, wf.begin() + k * ch);
-  const std::vector<C> zeros(static_cast<size_t>(ch), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(ch), C(0));
   const DwRowsFn<C> row = DwForwardRow(C{});
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost = g.in_w * taps * ch;
@@ -423,7 +424,7 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
   // Per-thread buffers, allocated here, outside the region: dy row pointers, and with M > 1 one
   // row of per-channel gradients before the sum over m.
   const int64_t tmp_size = mult == 1 ? 0 : g.in_w * ch;
-  std::vector<C> tmp(static_cast<size_t>(nt * tmp_size));
+  WorkBuffer<C> tmp(static_cast<size_t>(nt * tmp_size));
   std::vector<const C*> dr(static_cast<size_t>(nt * g.filter_h));
 #pragma omp parallel num_threads(nt)
   {
@@ -465,7 +466,7 @@ void DepthwiseKernels<T>::BackpropInput(const ConvState& state, const Tensor& fi
   const ConvGeometry& g = state.geometry;
   const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  std::vector<C> dybuf, wbuf, dxbuf, dxebuf;
+  WorkBuffer<C> dybuf, wbuf, dxbuf, dxebuf;
   const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
                                        g.out_depth, &dybuf, num_threads);
   const C* w = internal::ToCompute<T, C>(filter, &wbuf);
@@ -484,7 +485,7 @@ void DepthwiseKernels<T>::BackpropInput(const ConvState& state, const Tensor& fi
     dxebuf.resize(static_cast<size_t>(g.batch * g.in_h * g.in_w * e.in_depth));
     dxe = dxebuf.data();
   }
-  const std::vector<C> zeros(static_cast<size_t>(e.out_depth), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C(0));
   const RowFn<C> row = DwBackpropInputRow(C{});
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost =
@@ -522,7 +523,7 @@ void DepthwiseKernels<T>::BackpropFilter(const ConvState& state, const Tensor& i
   const ConvGeometry& g = state.geometry;
   const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  std::vector<C> xbuf, dybuf;
+  WorkBuffer<C> xbuf, dybuf;
   const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
                                       num_threads);
   const ConvGeometry e = Expanded(g);
@@ -535,7 +536,7 @@ void DepthwiseKernels<T>::BackpropFilter(const ConvState& state, const Tensor& i
   // Per-thread buffers, allocated here, outside the region: the ring of expanded input rows
   // (M > 1) and the input row pointers.
   const int64_t slots = ExpandedRows<C>::Slots(g), row_size = ExpandedRows<C>::RowSize(g);
-  std::vector<C> ring(static_cast<size_t>(nt * slots * row_size));
+  WorkBuffer<C> ring(static_cast<size_t>(nt * slots * row_size));
   std::vector<int64_t> keys(static_cast<size_t>(nt * slots), -1);
   std::vector<const C*> xr(static_cast<size_t>(nt * g.filter_h));
   internal::SumRowsPerThread<T, C>(

@@ -1,12 +1,14 @@
 // Data layouts of the convolution kernels (not part of the public API): the compute type of
 // each dtype, and conversion of tensors in either data_format to NHWC compute buffers and back.
 //
-//   std::vector<float> buf;
+//   WorkBuffer<float> buf;
 //   const float* x = ToNHWC<Half, float>(input, DataFormat::kNCHW, n, h, w, c, &buf, threads);
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -18,6 +20,28 @@ namespace blockflow::conv::internal {
 /// The type a kernel computes in: float for float16, bfloat16 and float32; double for float64.
 template <typename T>
 using ComputeT = typename AccumulatorOf<T>::type;
+
+/// Allocates on 64-byte boundaries, the width of the kernels' vectors and of a cache line.
+template <typename C>
+struct AlignedAllocator {
+  using value_type = C;
+  static constexpr std::align_val_t kAlignment{64};
+  AlignedAllocator() = default;
+  template <typename U>
+  AlignedAllocator(const AlignedAllocator<U>&) {}
+  C* allocate(size_t n) { return static_cast<C*>(::operator new(n * sizeof(C), kAlignment)); }
+  void deallocate(C* p, size_t n) { ::operator delete(p, n * sizeof(C), kAlignment); }
+  template <typename U>
+  bool operator==(const AlignedAllocator<U>&) const {
+    return true;
+  }
+};
+
+/// A kernel's work buffer. 64-byte aligned, so that the 64-byte vector loads and stores of the
+/// row kernels never straddle two cache lines; with malloc's 16-byte alignment where a buffer
+/// lands (and so the speed of a kernel) would depend on the heap's state.
+template <typename C>
+using WorkBuffer = std::vector<C, AlignedAllocator<C>>;
 
 /// Widens one stored element to the compute type (exact).
 template <typename C, typename T>
@@ -42,7 +66,7 @@ inline int64_t ActIndex(DataFormat format, int64_t h_size, int64_t w_size, int64
 /// tensor's own memory when no conversion is needed, else fills `buf`.
 template <typename T, typename C>
 const C* ToNHWC(const Tensor& t, DataFormat format, int64_t n, int64_t h, int64_t w, int64_t c,
-                std::vector<C>* buf, int num_threads) {
+                WorkBuffer<C>* buf, int num_threads) {
   const T* src = t.data<T>();
   if constexpr (std::is_same_v<T, C>) {
     if (format == DataFormat::kNHWC) return src;
@@ -69,7 +93,7 @@ const C* ToNHWC(const Tensor& t, DataFormat format, int64_t n, int64_t h, int64_
 
 /// The elements of a filter (no transposition) as type C.
 template <typename T, typename C>
-const C* ToCompute(const Tensor& t, std::vector<C>* buf) {
+const C* ToCompute(const Tensor& t, WorkBuffer<C>* buf) {
   const T* src = t.data<T>();
   if constexpr (std::is_same_v<T, C>) return src;
   buf->resize(static_cast<size_t>(t.num_elements()));
@@ -80,7 +104,7 @@ const C* ToCompute(const Tensor& t, std::vector<C>* buf) {
 /// Where an NHWC result of type C should be computed: straight into `out` when it is already
 /// NHWC of type C, else into `buf`, to be stored by StoreNHWC.
 template <typename T, typename C>
-C* OutputBuffer(Tensor* out, DataFormat format, std::vector<C>* buf) {
+C* OutputBuffer(Tensor* out, DataFormat format, WorkBuffer<C>* buf) {
   if constexpr (std::is_same_v<T, C>) {
     if (format == DataFormat::kNHWC) return out->data<T>();
   }

@@ -66,10 +66,14 @@ inline void ReachingCols(const ConvGeometry& g, int64_t r, PairList* out) {
 template <typename T, typename C, typename Row>
 void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k, T* out,
                       const Row& row) {
-  std::vector<C> partial(static_cast<size_t>(nt * size), C(0));
+  // Each partial sum starts on a 64-byte boundary (a whole number of cache lines apart), so the
+  // row kernels' vector read-modify-writes of it never straddle two lines.
+  constexpr int64_t kLine = 64 / sizeof(C);
+  const int64_t stride = (size + kLine - 1) / kLine * kLine;
+  WorkBuffer<C> partial(static_cast<size_t>(nt * stride), C(0));
 #pragma omp parallel num_threads(nt)
   {
-    C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * size;
+    C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * stride;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       if (!k.cancelled()) row(r, mine);
@@ -79,7 +83,7 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
 #pragma omp parallel for num_threads(ThreadsFor(k.num_threads, size* nt, 1 << 16)) schedule(static)
   for (int64_t i = 0; i < size; ++i) {
     C s = partial[static_cast<size_t>(i)];
-    for (int t = 1; t < nt; ++t) s += partial[static_cast<size_t>(t * size + i)];
+    for (int t = 1; t < nt; ++t) s += partial[static_cast<size_t>(t * stride + i)];
     out[i] = static_cast<T>(s);
   }
 }
