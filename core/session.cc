@@ -488,10 +488,10 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
     return Status::OK();
   };
 
-  const int max_parallel =
-      options.max_parallel_nodes > 0
-          ? options.max_parallel_nodes
-          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
+  // Automatic: one node at a time on the calling thread, each kernel with every thread. The
+  // kernels parallelise inside; running nodes side by side would halve each one's threads and
+  // start worker threads (with OpenMP teams of their own) on every run.
+  const int max_parallel = options.max_parallel_nodes > 0 ? options.max_parallel_nodes : 1;
   const int workers = std::max(1, std::min(max_parallel, plan.width));
   auto worker = [&] {
     std::unique_lock<std::mutex> lock(mu);

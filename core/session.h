@@ -36,7 +36,7 @@ class ExecutionObserver {
 /// How to run.
 struct RunOptions {
   int num_threads = 0;                        // threads per kernel; 0 = all cores
-  int max_parallel_nodes = 0;                 // nodes running at once; 0 = automatic
+  int max_parallel_nodes = 0;                 // nodes running at once; 0 = automatic (one)
   bool force_reference_kernels = false;       // diff whole graphs against the reference path
   const std::atomic<bool>* cancel = nullptr;  // set to true to stop between and inside nodes
   const std::atomic<bool>* stop = nullptr;    // internal: set by the session after a node failed
