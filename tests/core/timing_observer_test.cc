@@ -93,7 +93,8 @@ TEST(TimingObserverTest, MemoryIsRecordedOneNodeAtATime) {
       EXPECT_GE(*t.peak_bytes, kBytes) << t.id;
     }
   }
-  for (const nlohmann::json& e : timing.ChromeTrace()["traceEvents"]) {
+  const nlohmann::json trace = timing.ChromeTrace();  // the loop must not outlive it
+  for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e["ph"] == "X") {
       EXPECT_TRUE(e["args"].contains("peak_bytes")) << e;
     }

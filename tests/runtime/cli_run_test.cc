@@ -457,7 +457,8 @@ TEST_F(CliRunTest, TraceWritesOneCompleteEventPerNode) {
   r = Run({"run", "g.json", "--feed", "dy=dy.npy", "--profile", "--trace", "p.json"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("peak"), std::string::npos) << r.out;
-  for (const json& e : json::parse(ReadText(dir_ / "p.json"))["traceEvents"]) {
+  const json profiled = json::parse(ReadText(dir_ / "p.json"));  // outlives the loop
+  for (const json& e : profiled["traceEvents"]) {
     if (e["ph"] == "X") {
       EXPECT_TRUE(e["args"].contains("peak_bytes")) << e;
     }
