@@ -92,44 +92,26 @@ size_t BufferPool::DefaultCacheLimit() {
 }
 
 std::shared_ptr<std::byte> BufferPool::Allocate(size_t bytes, bool zeroed) {
-  if (bytes < kMinPooledBytes) {
-    const size_t size = std::max(kAlignment, RoundUp(bytes, kAlignment));
-    auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, size));
+  const bool pooled = bytes >= kMinPooledBytes;
+  std::byte* p = nullptr;
+  size_t size = 0;
+  if (!pooled) {
+    size = std::max(kAlignment, RoundUp(bytes, kAlignment));
+    p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, size));
     if (!p) return nullptr;
     if (zeroed) std::memset(p, 0, size);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stats_.bytes_in_use += size;
-      stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-    }
-    return std::shared_ptr<std::byte>(p, [this, size](std::byte* q) { Free(q, size, false); });
-  }
-  const size_t need = PooledBlockSize(bytes);
-  std::byte* p = nullptr;
-  size_t size = need;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Best fit, but never a block so large that a quarter of it or more would go unused.
-    auto it = free_.lower_bound(need);
-    if (it != free_.end() && it->first - need <= it->first / 4) {
-      size = it->first;
-      p = it->second;
-      free_.erase(it);
-      stats_.bytes_cached -= size;
-      ++stats_.hits;
-    } else {
-      ++stats_.misses;
-    }
-  }
-  if (p) {
-    if (zeroed) std::memset(p, 0, bytes);  // fresh mappings are zero already
   } else {
-    p = MapBlock(size);
-    if (!p) {
-      // Cached memory is the first thing to give up when the system has no more.
-      ReleaseCached();
+    p = TakeCached(PooledBlockSize(bytes), &size);
+    if (p) {
+      if (zeroed) std::memset(p, 0, bytes);  // fresh mappings are zero already
+    } else {
       p = MapBlock(size);
-      if (!p) return nullptr;
+      if (!p) {
+        // Cached memory is the first thing to give up when the system has no more.
+        ReleaseCached();
+        p = MapBlock(size);
+        if (!p) return nullptr;
+      }
     }
   }
   {
@@ -137,7 +119,25 @@ std::shared_ptr<std::byte> BufferPool::Allocate(size_t bytes, bool zeroed) {
     stats_.bytes_in_use += size;
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   }
-  return std::shared_ptr<std::byte>(p, [this, size](std::byte* q) { Free(q, size, true); });
+  return std::shared_ptr<std::byte>(p,
+                                    [this, size, pooled](std::byte* q) { Free(q, size, pooled); });
+}
+
+std::byte* BufferPool::TakeCached(size_t need, size_t* size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *size = need;
+  // Best fit, but never a block so large that a quarter of it or more would go unused.
+  auto it = free_.lower_bound(need);
+  if (it == free_.end() || it->first - need > it->first / 4) {
+    ++stats_.misses;
+    return nullptr;
+  }
+  *size = it->first;
+  std::byte* p = it->second;
+  free_.erase(it);
+  stats_.bytes_cached -= *size;
+  ++stats_.hits;
+  return p;
 }
 
 void BufferPool::Free(std::byte* p, size_t block_bytes, bool pooled) {

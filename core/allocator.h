@@ -71,6 +71,9 @@ class BufferPool {
 
  private:
   void Free(std::byte* p, size_t block_bytes, bool pooled);
+  // A cached block for a request of `need` (page-rounded) bytes, or null (a miss). `size`
+  // receives the block's size, or `need` on a miss.
+  std::byte* TakeCached(size_t need, size_t* size);
   // Unmaps cached blocks, largest first, until bytes_cached_ <= target. Caller holds mu_.
   void TrimLocked(size_t target);
 

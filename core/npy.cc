@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 namespace blockflow {
 namespace fs = std::filesystem;
@@ -216,35 +217,11 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
   return t;
 }
 
-Expected<std::pair<DType, Shape>> ReadNpyInfo(const std::string& path, DType expected_dtype) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return IoError("cannot read '" + path + "': it is a folder");
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) return IoError("cannot read '" + path + "': " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError("cannot read '" + path + "': " + std::strerror(errno));
-  // Headers are short; 1 MiB holds any header NumPy writes.
-  std::string prefix(static_cast<size_t>(std::min<uintmax_t>(size, uintmax_t{1} << 20)), '\0');
-  in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
-  if (!in) return IoError("cannot read '" + path + "': read failed");
-  ASSIGN_OR_RETURN(NpyHeader h,
-                   ParseHeader(prefix, static_cast<size_t>(size), path, expected_dtype));
-  return std::make_pair(h.dtype, h.shape);
-}
-
 namespace {
 
 // Large C-order data at a 64-byte-aligned offset (NumPy pads its headers so) is mapped rather
 // than read: private, so writes to the tensor never reach the file.
 constexpr size_t kMapMinBytes = size_t{1} << 20;
-
-// Closes a file descriptor when it goes out of scope.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 Status PreadAll(int fd, char* dst, size_t bytes, off_t offset, const std::string& path) {
   while (bytes > 0) {
@@ -259,30 +236,61 @@ Status PreadAll(int fd, char* dst, size_t bytes, off_t offset, const std::string
   return Status::OK();
 }
 
+// An open .npy file whose header has been read and checked; the file closes with it.
+class NpyFile {
+ public:
+  static Expected<NpyFile> Open(const std::string& path, DType expected_dtype) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) return IoError("cannot read '" + path + "': it is a folder");
+    NpyFile f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st;
+    if (f.fd_ < 0 || ::fstat(f.fd_, &st) != 0) {
+      return IoError("cannot read '" + path + "': " + std::strerror(errno));
+    }
+    f.size_ = static_cast<size_t>(st.st_size);
+    // Headers are short; 1 MiB holds any header NumPy writes.
+    std::string prefix(std::min(f.size_, size_t{1} << 20), '\0');
+    RETURN_IF_ERROR(PreadAll(f.fd_, prefix.data(), prefix.size(), 0, path));
+    ASSIGN_OR_RETURN(f.header_, ParseHeader(prefix, f.size_, path, expected_dtype));
+    return f;
+  }
+  NpyFile(NpyFile&& o) noexcept
+      : fd_(std::exchange(o.fd_, -1)), size_(o.size_), header_(std::move(o.header_)) {}
+  NpyFile& operator=(NpyFile&&) = delete;
+  ~NpyFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  int fd() const { return fd_; }
+  size_t size() const { return size_; }
+  const NpyHeader& header() const { return header_; }
+
+ private:
+  explicit NpyFile(int fd) : fd_(fd) {}
+  int fd_;
+  size_t size_ = 0;
+  NpyHeader header_;
+};
+
 }  // namespace
 
+Expected<std::pair<DType, Shape>> ReadNpyInfo(const std::string& path, DType expected_dtype) {
+  ASSIGN_OR_RETURN(NpyFile f, NpyFile::Open(path, expected_dtype));
+  return std::make_pair(f.header().dtype, f.header().shape);
+}
+
 Expected<Tensor> ReadNpy(const std::string& path, DType expected_dtype) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return IoError("cannot read '" + path + "': it is a folder");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot read '" + path + "': " + std::strerror(errno));
-  FdCloser closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return IoError("cannot read '" + path + "': " + std::strerror(errno));
-  const size_t file_size = static_cast<size_t>(st.st_size);
-  // Headers are short; 1 MiB holds any header NumPy writes.
-  std::string prefix(std::min(file_size, size_t{1} << 20), '\0');
-  RETURN_IF_ERROR(PreadAll(fd, prefix.data(), prefix.size(), 0, path));
-  ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(prefix, file_size, path, expected_dtype));
-  const size_t data_bytes = file_size - h.data_start;
+  ASSIGN_OR_RETURN(NpyFile f, NpyFile::Open(path, expected_dtype));
+  const NpyHeader& h = f.header();
+  const size_t file_size = f.size(), data_bytes = file_size - h.data_start;
   if ((h.fortran_order && h.shape.rank() >= 2) || h.dtype == DType::kBool) {
     // Reordered or normalised element by element: parse the whole file.
     std::string bytes(file_size, '\0');
-    RETURN_IF_ERROR(PreadAll(fd, bytes.data(), file_size, 0, path));
+    RETURN_IF_ERROR(PreadAll(f.fd(), bytes.data(), file_size, 0, path));
     return ParseNpy(bytes, path, expected_dtype);
   }
   if (data_bytes >= kMapMinBytes && h.data_start % 64 == 0) {
-    void* base = ::mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    void* base = ::mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, f.fd(), 0);
     if (base != MAP_FAILED) {
       std::shared_ptr<std::byte> mapping(static_cast<std::byte*>(base),
                                          [file_size](std::byte* p) { ::munmap(p, file_size); });
@@ -291,8 +299,8 @@ Expected<Tensor> ReadNpy(const std::string& path, DType expected_dtype) {
     }
   }
   RETURN_IF_ERROR(CheckAllocatable(h.dtype, h.shape));
-  Tensor t = Tensor::Uninitialized(h.dtype, h.shape);
-  RETURN_IF_ERROR(PreadAll(fd, static_cast<char*>(t.raw()), data_bytes,
+  Tensor t = Tensor::Uninitialized(h.dtype, h.shape);  // every byte is read into it
+  RETURN_IF_ERROR(PreadAll(f.fd(), static_cast<char*>(t.raw()), data_bytes,
                            static_cast<off_t>(h.data_start), path));
   return t;
 }

@@ -120,18 +120,18 @@ void InferContext::SetOutput(int i, PortInfo info) {
   outputs_[static_cast<size_t>(i)] = std::move(info);
 }
 
-Tensor& KernelContext::AllocateOutput(int i) {
-  if (static_cast<int>(outputs.size()) <= i) outputs.resize(static_cast<size_t>(i) + 1);
-  const PortInfo& info = output_infos.at(static_cast<size_t>(i));
-  outputs[static_cast<size_t>(i)] = Tensor(info.dtype, info.shape);
-  return outputs[static_cast<size_t>(i)];
-}
+Tensor& KernelContext::AllocateOutput(int i) { return PlaceOutput(i, /*zeroed=*/true); }
 
 Tensor& KernelContext::AllocateUninitializedOutput(int i) {
+  return PlaceOutput(i, /*zeroed=*/false);
+}
+
+Tensor& KernelContext::PlaceOutput(int i, bool zeroed) {
   if (static_cast<int>(outputs.size()) <= i) outputs.resize(static_cast<size_t>(i) + 1);
   const PortInfo& info = output_infos.at(static_cast<size_t>(i));
-  outputs[static_cast<size_t>(i)] = Tensor::Uninitialized(info.dtype, info.shape);
-  return outputs[static_cast<size_t>(i)];
+  Tensor& out = outputs[static_cast<size_t>(i)];
+  out = zeroed ? Tensor(info.dtype, info.shape) : Tensor::Uninitialized(info.dtype, info.shape);
+  return out;
 }
 
 // ---- OpSchema ----

@@ -204,6 +204,9 @@ struct KernelContext {
     return (cancel && cancel->load(std::memory_order_relaxed)) ||
            (stop && stop->load(std::memory_order_relaxed));
   }
+
+ private:
+  Tensor& PlaceOutput(int i, bool zeroed);
 };
 
 /// What a prepare function sees: a node's attrs (defaults filled) and its inferred, fully

@@ -267,11 +267,12 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
   }
   // Stamps first: a file that changes while it is analysed then makes the plan stale, never a
   // plan that looks current but holds old values.
-  std::vector<std::pair<std::string, FileStamp>> files;
-  for (const Node& node : nodes) {
+  std::vector<std::pair<size_t, std::pair<std::string, FileStamp>>> files;  // node → file
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = nodes[i];
     for (const std::string& path : FilesOf(node, registry_.Find(node.op), graph_.base_dir)) {
       Expected<FileStamp> stamp = StampFile(path);
-      if (stamp.ok()) files.emplace_back(path, *stamp);
+      if (stamp.ok()) files.push_back({i, {path, *stamp}});
     }
   }
   auto plan = std::make_shared<Plan>();
@@ -394,7 +395,10 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
     StripFeedValues(&info.inputs);
     StripFeedValues(&info.outputs);
   }
-  plan->files = std::move(files);
+  // Only the files of nodes this plan runs are checked again before each run.
+  for (auto& [i, file] : files) {
+    if (needed[i]) plan->files.push_back(std::move(file));
+  }
   return std::shared_ptr<const Plan>(std::move(plan));
 }
 

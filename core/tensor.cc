@@ -63,44 +63,40 @@ const std::shared_ptr<std::byte>& EmptyBuffer() {
 
 }  // namespace
 
-Tensor::Tensor()
-    : dtype_(DType::kFloat32), shape_(Shape{0}), num_elements_(0), buffer_(EmptyBuffer()) {}
+Tensor::Tensor() : Tensor(DType::kFloat32, Shape{0}, EmptyBuffer()) {}
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  BF_CHECK(DTypeSize(dtype_) > 0, "Tensor dtype must be valid");
-  Status s = CheckAllocatable(dtype_, shape_);
-  BF_CHECK(s.ok(), s.message());
-  num_elements_ = shape_.num_elements();
-  buffer_ = BufferPool::Global().Allocate(num_bytes(), /*zeroed=*/true);
-  BF_CHECK(buffer_ != nullptr, "out of memory allocating " + DebugString());
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<std::byte> buffer)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      num_elements_(shape_.num_elements()),
+      buffer_(std::move(buffer)) {}
+
+Expected<Tensor> Tensor::Allocate(DType dtype, Shape shape, bool zeroed) {
+  if (DTypeSize(dtype) == 0) return InvalidArgument("invalid dtype");
+  RETURN_IF_ERROR(CheckAllocatable(dtype, shape));
+  const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+  std::shared_ptr<std::byte> buffer = BufferPool::Global().Allocate(bytes, zeroed);
+  if (!buffer) {
+    return InvalidArgument("cannot allocate " + std::string(DTypeName(dtype)) + shape.ToString() +
+                           " (" + HumanBytes(bytes) + "): out of memory");
+  }
+  return Tensor(dtype, std::move(shape), std::move(buffer));
+}
+
+Tensor::Tensor(DType dtype, Shape shape) {
+  Expected<Tensor> t = Allocate(dtype, std::move(shape), /*zeroed=*/true);
+  BF_CHECK(t.ok(), t.status().message());
+  *this = std::move(t).value();
 }
 
 Tensor Tensor::Uninitialized(DType dtype, Shape shape) {
-  BF_CHECK(DTypeSize(dtype) > 0, "Tensor dtype must be valid");
-  Status s = CheckAllocatable(dtype, shape);
-  BF_CHECK(s.ok(), s.message());
-  Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.num_elements_ = t.shape_.num_elements();
-  t.buffer_ = BufferPool::Global().Allocate(t.num_bytes(), /*zeroed=*/false);
-  BF_CHECK(t.buffer_ != nullptr, "out of memory allocating " + t.DebugString());
-  return t;
+  Expected<Tensor> t = Allocate(dtype, std::move(shape), /*zeroed=*/false);
+  BF_CHECK(t.ok(), t.status().message());
+  return std::move(t).value();
 }
 
 Expected<Tensor> Tensor::Create(DType dtype, Shape shape) {
-  if (DTypeSize(dtype) == 0) return InvalidArgument("invalid dtype");
-  RETURN_IF_ERROR(CheckAllocatable(dtype, shape));
-  Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.num_elements_ = t.shape_.num_elements();
-  t.buffer_ = BufferPool::Global().Allocate(t.num_bytes(), /*zeroed=*/true);
-  if (!t.buffer_) {
-    return InvalidArgument("cannot allocate " + t.DebugString() + " (" + HumanBytes(t.num_bytes()) +
-                           "): out of memory");
-  }
-  return t;
+  return Allocate(dtype, std::move(shape), /*zeroed=*/true);
 }
 
 Expected<Tensor> Tensor::FromBuffer(DType dtype, Shape shape, std::shared_ptr<std::byte> buffer) {
@@ -110,12 +106,7 @@ Expected<Tensor> Tensor::FromBuffer(DType dtype, Shape shape, std::shared_ptr<st
   if (reinterpret_cast<uintptr_t>(buffer.get()) % 64 != 0) {
     return InvalidArgument("FromBuffer: the buffer is not 64-byte aligned");
   }
-  Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.num_elements_ = t.shape_.num_elements();
-  t.buffer_ = std::move(buffer);
-  return t;
+  return Tensor(dtype, std::move(shape), std::move(buffer));
 }
 
 double Tensor::GetAsDouble(int64_t i) const {

@@ -107,6 +107,11 @@ class Tensor {
   std::string DebugString() const;
 
  private:
+  // Takes a buffer of at least the tensor's bytes.
+  Tensor(DType dtype, Shape shape, std::shared_ptr<std::byte> buffer);
+  // The one allocating path: checks dtype and size, then takes pooled memory.
+  static Expected<Tensor> Allocate(DType dtype, Shape shape, bool zeroed);
+
   DType dtype_;
   Shape shape_;
   int64_t num_elements_ = 0;

@@ -125,14 +125,16 @@ void RunController::Start(const Graph& graph, int num_threads) {
       r.status = session->Run(*feeds, {}, &fetched, options);
       for (const auto& [id, outs] : r.outputs) r.executed.insert(id);
       for (const NodeTiming& t : timing.timings()) r.ms[t.id] = t.ms;
-      // Nodes that did not run (constants) still have values: inference computed them.
-      const GraphAnalysis analysis = AnalyzeGraph(graph, OpRegistry::Global(), &*feeds);
-      for (size_t i = 0; i < graph.nodes().size() && i < analysis.nodes.size(); ++i) {
-        const std::string& id = graph.nodes()[i].id;
-        const NodeInfo& info = analysis.nodes[i];
-        if (r.outputs.count(id) || !info.IsFolded()) continue;
-        std::vector<Tensor>& values = r.outputs[id];
-        for (const PortInfo& p : info.outputs) values.push_back(*p.value);
+      // A run of the whole graph returns every node's values, folded constants included. A
+      // failed run returns none: the constants still have values, which inference computes.
+      if (!r.status.ok()) {
+        const GraphAnalysis analysis = AnalyzeGraph(graph, OpRegistry::Global(), &*feeds);
+        for (size_t i = 0; i < graph.nodes().size() && i < analysis.nodes.size(); ++i) {
+          const NodeInfo& info = analysis.nodes[i];
+          if (!info.IsFolded()) continue;
+          std::vector<Tensor>& values = r.outputs[graph.nodes()[i].id];
+          for (const PortInfo& p : info.outputs) values.push_back(*p.value);
+        }
       }
     }
     r.total_ms =
