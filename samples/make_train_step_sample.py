@@ -31,7 +31,8 @@ def node(node_id, op, x, y, inputs=None, attrs=None, ui=None):
         n["inputs"] = inputs
     if attrs:
         n["attrs"] = attrs
-    n["ui"] = dict(ui or {}, x=x, y=y)
+    # Columns 280 apart in the listing below; drawn 1.5x wider, so long block names never overlap.
+    n["ui"] = dict(ui or {}, x=int(x * 1.5), y=int(y * 1.4))
     return n
 
 
