@@ -1,7 +1,5 @@
 #include "blocks/conv/conv2d.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -10,16 +8,8 @@
 #include "blocks/conv/optimized_util.h"
 #include "blocks/conv/run_kernels.h"
 
-// The kernels pass 64-byte vectors between always-inlined helpers; GCC's note that this
-// changes the ABI on targets without AVX-512 (-Wpsabi) does not apply to inlined code.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-namespace blockflow::conv {
+namespace blockflow::conv::internal {
 namespace {
-
-using internal::ComputeT;
-using internal::ThreadsFor;
-using internal::WorkBuffer;
 
 // ---------------------------------------------------------------------------------------------
 // Optimized kernels: NHWC compute buffers of C (float or double), one row per call, parallel
@@ -28,16 +18,6 @@ using internal::WorkBuffer;
 // accumulates in registers, and channels left over after the last full vector take a plain
 // loop. Taps outside the input read `zeros` instead of branching per element.
 // ---------------------------------------------------------------------------------------------
-
-using internal::VecOf;
-
-using internal::IntPair;
-using internal::LoadVec;
-using internal::PairList;
-using internal::ReachingCols;
-using internal::ReachingRows;
-using internal::RowFn;
-using internal::StoreVec;
 
 // The filter packed for the forward tiles: for each group and each block of L output channels
 // [j, j + L) of the group (j < cog_vec, the channels that fill whole vectors), a contiguous
@@ -437,43 +417,32 @@ BF_CONV_KERNEL_SET(Conv2DKernels);
 template <typename T>
 void Conv2DKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
                                Tensor* output, const KernelContext& ctx) {
-  const ConvAttrs& a = state.attrs;
   const ConvGeometry& g = state.geometry;
-  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  WorkBuffer<C> xbuf, wbuf, ybuf;
-  const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
-                                      num_threads);
-  const C* w = internal::ToCompute<T, C>(filter, &wbuf);
+  Operands<T, C> ops(state, ctx);
+  const C* x = ops.Input(input);
   WorkBuffer<C> packed;
-  PackForwardFilter(g, w, &packed);
-  C* y = internal::OutputBuffer<T, C>(output, a.format, &ybuf);
+  PackForwardFilter(g, ops.Filter(filter), &packed);
+  C* y = ops.Result(output);
   const WorkBuffer<C> zeros(static_cast<size_t>(g.in_depth), C(0));
   const RowFn<C> row = ForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.filter_in_depth * g.out_depth;
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, rows* row_cost, 1 << 15)) \
-    schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    if (ctx.cancelled()) continue;
-    row(g, x, packed.data(), y, r / g.out_h, r % g.out_h, zeros.data(), nullptr);
-  }
-  if (ctx.cancelled()) return;
-  internal::StoreNHWC<T, C>(y, output, a.format, g.batch, g.out_h, g.out_w, g.out_depth,
-                            num_threads);
+  ParallelRows(rows, ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15), ctx,
+               [&](int64_t r, int /*thread*/) {
+                 row(g, x, packed.data(), y, r / g.out_h, r % g.out_h, zeros.data(), nullptr);
+               });
+  if (!ctx.cancelled()) ops.StoreOutput(y, output);
 }
 
 template <typename T>
 void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
                                      const Tensor& out_backprop, Tensor* input_grad,
                                      const KernelContext& ctx) {
-  const ConvAttrs& a = state.attrs;
   const ConvGeometry& g = state.geometry;
-  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  WorkBuffer<C> dybuf, dxbuf;
-  const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
-                                       g.out_depth, &dybuf, num_threads);
+  Operands<T, C> ops(state, ctx);
+  const C* dy = ops.OutBackprop(out_backprop);
   // Three copies of the filter in one buffer: panels [grp][ci block of L][kh, kw, co, L] for
   // the vector tiles (the inner loops then stream them), wt[kh, kw, co, ci] = w[kh, kw, ci, co]
   // for the plain loops, and the HWIO filter for the dot-product path (few input channels).
@@ -486,7 +455,7 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
   for (int64_t tap = 0; tap < taps; ++tap)
     for (int64_t ci = 0; ci < cig; ++ci)
       for (int64_t co = 0; co < co_all; ++co) {
-        const C v = internal::Widen<C>(w[(tap * cig + ci) * co_all + co]);
+        const C v = Widen<C>(w[(tap * cig + ci) * co_all + co]);
         const int64_t grp = co / cog, j = co % cog;
         if (ci < cig_vec) {
           const int64_t block = ci - ci % L;
@@ -496,58 +465,47 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
         wt[static_cast<size_t>(packed + (tap * co_all + co) * cig + ci)] = v;
         wt[static_cast<size_t>(packed + fsize + (tap * cig + ci) * co_all + co)] = v;
       }
-  C* dx = internal::OutputBuffer<T, C>(input_grad, a.format, &dxbuf);
+  C* dx = ops.Result(input_grad);
   const WorkBuffer<C> zeros(static_cast<size_t>(co_all), C(0));
   const RowFn<C> row = BackpropInputRow(C{});
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost =
       g.in_w * g.filter_h * g.filter_w * cig * co_all / (g.stride_h * g.stride_w) + g.in_w;
-  const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
+  const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region.
-  const int64_t pairs = internal::ScratchPairs(g);
+  const int64_t pairs = ScratchPairs(g);
   std::vector<IntPair> scratch(static_cast<size_t>(nt * pairs));
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    if (ctx.cancelled()) continue;
+  ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
     row(g, wt.data(), dy, dx, r / g.in_h, r % g.in_h, zeros.data(),
-        scratch.data() + omp_get_thread_num() * pairs);
-  }
-  if (ctx.cancelled()) return;
-  internal::StoreNHWC<T, C>(dx, input_grad, a.format, g.batch, g.in_h, g.in_w, g.in_depth,
-                            num_threads);
+        scratch.data() + thread * pairs);
+  });
+  if (!ctx.cancelled()) ops.StoreInputGrad(dx, input_grad);
 }
 
 template <typename T>
 void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& input,
                                       const Tensor& out_backprop, Tensor* filter_grad,
                                       const KernelContext& ctx) {
-  const ConvAttrs& a = state.attrs;
   const ConvGeometry& g = state.geometry;
-  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  WorkBuffer<C> xbuf, dybuf;
-  const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
-                                      num_threads);
-  const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
-                                       g.out_depth, &dybuf, num_threads);
+  Operands<T, C> ops(state, ctx);
+  const C* x = ops.Input(input);
+  const C* dy = ops.OutBackprop(out_backprop);
   const int64_t fsize = g.filter_elements();
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * fsize;
-  const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
+  const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   const RowFn<C> row = BackpropFilterRow(C{});
-  internal::SumRowsPerThread<T, C>(
-      rows, fsize, nt, ctx, filter_grad->data<T>(),
-      [&](int64_t r, C* mine) { row(g, x, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr); });
+  SumRowsPerThread<T, C>(rows, fsize, nt, ctx, filter_grad->data<T>(), [&](int64_t r, C* mine) {
+    row(g, x, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr);
+  });
 }
 
 }  // namespace
-
-namespace internal {
 
 Status RunConv2DKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
                         const KernelContext& ctx) {
   return RunKernels<Conv2DKernels>(state, a, b, out, ctx);
 }
 
-}  // namespace internal
-}  // namespace blockflow::conv
+}  // namespace blockflow::conv::internal

@@ -10,16 +10,8 @@
 #include "blocks/conv/optimized_util.h"
 #include "blocks/conv/run_kernels.h"
 
-// The kernels pass 64-byte vectors between always-inlined helpers; GCC's note that this
-// changes the ABI on targets without AVX-512 (-Wpsabi) does not apply to inlined code.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-namespace blockflow::conv {
+namespace blockflow::conv::internal {
 namespace {
-
-using internal::ComputeT;
-using internal::ThreadsFor;
-using internal::WorkBuffer;
 
 // ---------------------------------------------------------------------------------------------
 // Optimized kernels: NHWC compute buffers of C, one row per call, parallel over rows that do not
@@ -31,16 +23,6 @@ using internal::WorkBuffer;
 // a time at stride 1. At stride 1 the input gradient is the forward kernel applied to dy with the
 // flipped filter (DwBackpropInputStride1); other strides use the stride-phase kernel.
 // ---------------------------------------------------------------------------------------------
-
-using internal::VecOf;
-
-using internal::IntPair;
-using internal::LoadVec;
-using internal::PairList;
-using internal::ReachingCols;
-using internal::ReachingRows;
-using internal::RowFn;
-using internal::StoreVec;
 
 // Forward tile: y[ow0 + p, c0 + c] for p < P, c < NV*L, = sum over kh with xr[kh] != nullptr and
 // valid kw of xr[kh][iw(ow, kw), c] * w[kh, kw, c]. xr[kh] is the input row that filter row kh
@@ -346,6 +328,43 @@ class ExpandedRows {
   int64_t slots_;
 };
 
+// Per-thread ExpandedRows over the input, and the input rows that the filter rows of one output
+// row read: every buffer is allocated here, outside the parallel regions.
+template <typename C>
+class ExpandedInputRows {
+ public:
+  ExpandedInputRows(const ConvGeometry& g, const C* x, int nt)
+      : g_(g),
+        x_(x),
+        slots_(ExpandedRows<C>::Slots(g)),
+        row_size_(ExpandedRows<C>::RowSize(g)),
+        ring_(static_cast<size_t>(nt * slots_ * row_size_)),
+        keys_(static_cast<size_t>(nt * slots_), -1),
+        rows_(static_cast<size_t>(nt * g.filter_h)) {}
+
+  /// For output row r (batch n, row oh), on thread `thread`: the input row each filter row kh
+  /// reads, expanded to C*M channels, or nullptr where it falls outside the input.
+  const C* const* FilterRows(int thread, int64_t r) {
+    ExpandedRows<C> source(g_, x_, ring_.data() + thread * slots_ * row_size_,
+                           keys_.data() + thread * slots_);
+    const C** xr = rows_.data() + thread * g_.filter_h;
+    const int64_t n = r / g_.out_h, oh = r % g_.out_h;
+    for (int64_t kh = 0; kh < g_.filter_h; ++kh) {
+      const int64_t ih = oh * g_.stride_h - g_.pad_top + kh * g_.dilation_h;
+      xr[kh] = (ih >= 0 && ih < g_.in_h) ? source.Row(n, ih) : nullptr;
+    }
+    return xr;
+  }
+
+ private:
+  const ConvGeometry& g_;
+  const C* x_;
+  int64_t slots_, row_size_;
+  WorkBuffer<C> ring_;
+  std::vector<int64_t> keys_;
+  std::vector<const C*> rows_;
+};
+
 // The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
 // flag before each row.
 BF_CONV_KERNEL_SET(DepthwiseKernels);
@@ -353,45 +372,23 @@ BF_CONV_KERNEL_SET(DepthwiseKernels);
 template <typename T>
 void DepthwiseKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
                                   Tensor* output, const KernelContext& ctx) {
-  const ConvAttrs& a = state.attrs;
   const ConvGeometry& g = state.geometry;
-  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  WorkBuffer<C> xbuf, wbuf, ybuf;
-  const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
-                                      num_threads);
+  Operands<T, C> ops(state, ctx);
+  const C* x = ops.Input(input);
   const ConvGeometry e = Expanded(g);
-  const C* w = internal::ToCompute<T, C>(filter, &wbuf);  // [fh, fw, C*M]
-  C* y = internal::OutputBuffer<T, C>(output, a.format, &ybuf);
+  const C* w = ops.Filter(filter);  // [fh, fw, C*M]
+  C* y = ops.Result(output);
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C(0));
   const DwRowsFn<C> row = DwForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
-  const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
-  // Per-thread buffers, allocated here, outside the region.
-  const int64_t slots = ExpandedRows<C>::Slots(g), row_size = ExpandedRows<C>::RowSize(g);
-  WorkBuffer<C> ring(static_cast<size_t>(nt * slots * row_size));
-  std::vector<int64_t> keys(static_cast<size_t>(nt * slots), -1);
-  std::vector<const C*> xr(static_cast<size_t>(nt * g.filter_h));
-#pragma omp parallel num_threads(nt)
-  {
-    const int t = omp_get_thread_num();
-    ExpandedRows<C> source(g, x, ring.data() + t * slots * row_size, keys.data() + t * slots);
-    const C** xrt = xr.data() + t * g.filter_h;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      if (ctx.cancelled()) continue;
-      const int64_t n = r / g.out_h, oh = r % g.out_h;
-      for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-        xrt[kh] = (ih >= 0 && ih < g.in_h) ? source.Row(n, ih) : nullptr;
-      }
-      row(e, xrt, w, y + r * g.out_w * e.out_depth, zeros.data());
-    }
-  }
-  if (ctx.cancelled()) return;
-  internal::StoreNHWC<T, C>(y, output, a.format, g.batch, g.out_h, g.out_w, g.out_depth,
-                            num_threads);
+  const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
+  ExpandedInputRows<C> xrows(g, x, nt);
+  ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
+    row(e, xrows.FilterRows(thread, r), w, y + r * g.out_w * e.out_depth, zeros.data());
+  });
+  if (!ctx.cancelled()) ops.StoreOutput(y, output);
 }
 
 // Input gradient at stride 1: the forward convolution of dy with the filter flipped in both
@@ -462,25 +459,21 @@ template <typename T>
 void DepthwiseKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
                                         const Tensor& out_backprop, Tensor* input_grad,
                                         const KernelContext& ctx) {
-  const ConvAttrs& a = state.attrs;
   const ConvGeometry& g = state.geometry;
-  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  WorkBuffer<C> dybuf, wbuf, dxbuf, dxebuf;
-  const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
-                                       g.out_depth, &dybuf, num_threads);
-  const C* w = internal::ToCompute<T, C>(filter, &wbuf);
-  C* dx = internal::OutputBuffer<T, C>(input_grad, a.format, &dxbuf);
+  Operands<T, C> ops(state, ctx);
+  const C* dy = ops.OutBackprop(out_backprop);
+  const C* w = ops.Filter(filter);
+  C* dx = ops.Result(input_grad);
   if (g.stride_h == 1 && g.stride_w == 1) {
     DwBackpropInputStride1(g, w, dy, dx, ctx);
-    if (ctx.cancelled()) return;
-    internal::StoreNHWC<T, C>(dx, input_grad, a.format, g.batch, g.in_h, g.in_w, g.in_depth,
-                              num_threads);
+    if (!ctx.cancelled()) ops.StoreInputGrad(dx, input_grad);
     return;
   }
   const ConvGeometry e = Expanded(g);
   // With M > 1, first the gradient of each expanded channel c*M + m, then the sum over m.
   C* dxe = dx;
+  WorkBuffer<C> dxebuf;
   if (g.multiplier != 1) {
     dxebuf.resize(static_cast<size_t>(g.batch * g.in_h * g.in_w * e.in_depth));
     dxe = dxebuf.data();
@@ -490,20 +483,17 @@ void DepthwiseKernels<T>::BackpropInput(const ConvState& state, const Tensor& fi
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost =
       g.in_w * g.filter_h * g.filter_w * g.out_depth / (g.stride_h * g.stride_w) + g.in_w;
-  const int nt = ThreadsFor(num_threads, rows * row_cost, 1 << 15);
+  const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region.
-  const int64_t pairs = internal::ScratchPairs(g);
+  const int64_t pairs = ScratchPairs(g);
   std::vector<IntPair> scratch(static_cast<size_t>(nt * pairs));
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    if (ctx.cancelled()) continue;
-    row(e, w, dy, dxe, r / g.in_h, r % g.in_h, zeros.data(),
-        scratch.data() + omp_get_thread_num() * pairs);
-  }
+  ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
+    row(e, w, dy, dxe, r / g.in_h, r % g.in_h, zeros.data(), scratch.data() + thread * pairs);
+  });
   if (ctx.cancelled()) return;
   if (g.multiplier != 1) {
     const int64_t pixels = g.batch * g.in_h * g.in_w, ch = g.in_depth, mult = g.multiplier;
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, pixels* ch* mult, 1 << 16)) \
+#pragma omp parallel for num_threads(ThreadsFor(ctx.num_threads, pixels* ch* mult, 1 << 16)) \
     schedule(static)
     for (int64_t i = 0; i < pixels * ch; ++i) {
       C s = dxe[i * mult];
@@ -511,56 +501,35 @@ void DepthwiseKernels<T>::BackpropInput(const ConvState& state, const Tensor& fi
       dx[i] = s;
     }
   }
-  internal::StoreNHWC<T, C>(dx, input_grad, a.format, g.batch, g.in_h, g.in_w, g.in_depth,
-                            num_threads);
+  ops.StoreInputGrad(dx, input_grad);
 }
 
 template <typename T>
 void DepthwiseKernels<T>::BackpropFilter(const ConvState& state, const Tensor& input,
                                          const Tensor& out_backprop, Tensor* filter_grad,
                                          const KernelContext& ctx) {
-  const ConvAttrs& a = state.attrs;
   const ConvGeometry& g = state.geometry;
-  const int num_threads = ctx.num_threads;
   using C = ComputeT<T>;
-  WorkBuffer<C> xbuf, dybuf;
-  const C* x = internal::ToNHWC<T, C>(input, a.format, g.batch, g.in_h, g.in_w, g.in_depth, &xbuf,
-                                      num_threads);
+  Operands<T, C> ops(state, ctx);
+  const C* x = ops.Input(input);
   const ConvGeometry e = Expanded(g);
-  const C* dy = internal::ToNHWC<T, C>(out_backprop, a.format, g.batch, g.out_h, g.out_w,
-                                       g.out_depth, &dybuf, num_threads);
+  const C* dy = ops.OutBackprop(out_backprop);
   const int64_t fsize = g.filter_elements();
   const int64_t rows = g.batch * g.out_h;
-  const int nt = ThreadsFor(num_threads, rows * g.out_w * fsize, 1 << 15);
+  const int nt = ThreadsFor(ctx.num_threads, rows * g.out_w * fsize, 1 << 15);
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
-  // Per-thread buffers, allocated here, outside the region: the ring of expanded input rows
-  // (M > 1) and the input row pointers.
-  const int64_t slots = ExpandedRows<C>::Slots(g), row_size = ExpandedRows<C>::RowSize(g);
-  WorkBuffer<C> ring(static_cast<size_t>(nt * slots * row_size));
-  std::vector<int64_t> keys(static_cast<size_t>(nt * slots), -1);
-  std::vector<const C*> xr(static_cast<size_t>(nt * g.filter_h));
-  internal::SumRowsPerThread<T, C>(
-      rows, fsize, nt, ctx, filter_grad->data<T>(), [&](int64_t r, C* mine) {
-        const int t = omp_get_thread_num();
-        ExpandedRows<C> source(g, x, ring.data() + t * slots * row_size, keys.data() + t * slots);
-        const C** xrt = xr.data() + t * g.filter_h;
-        const int64_t n = r / g.out_h, oh = r % g.out_h;
-        for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-          xrt[kh] = (ih >= 0 && ih < g.in_h) ? source.Row(n, ih) : nullptr;
-        }
-        row(e, xrt, dy + r * g.out_w * e.out_depth, mine, nullptr);
-      });
+  ExpandedInputRows<C> xrows(g, x, nt);
+  SumRowsPerThread<T, C>(rows, fsize, nt, ctx, filter_grad->data<T>(), [&](int64_t r, C* mine) {
+    row(e, xrows.FilterRows(omp_get_thread_num(), r), dy + r * g.out_w * e.out_depth, mine,
+        nullptr);
+  });
 }
 
 }  // namespace
-
-namespace internal {
 
 Status RunDepthwiseKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
                            const KernelContext& ctx) {
   return RunKernels<DepthwiseKernels>(state, a, b, out, ctx);
 }
 
-}  // namespace internal
-}  // namespace blockflow::conv
+}  // namespace blockflow::conv::internal

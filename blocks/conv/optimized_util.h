@@ -1,5 +1,6 @@
-// Helpers of the optimized convolution row kernels (not part of the public API): tap lists in
-// caller-provided scratch, per-thread partial sums, and the row-function signature.
+// Helpers of the optimized convolution row kernels (not part of the public API): operands as
+// NHWC compute buffers, rows in parallel, tap lists in caller-provided scratch, per-thread
+// partial sums, and the row-function signature. Included only by the kernels' .cc files.
 #pragma once
 
 #include <omp.h>
@@ -8,11 +9,64 @@
 #include <vector>
 
 #include "blocks/conv/conv_geometry.h"
+#include "blocks/conv/conv_kernels.h"
 #include "blocks/conv/isa.h"
 #include "blocks/conv/layout.h"
 #include "core/schema.h"
 
+// The kernels pass 64-byte vectors between always-inlined helpers; GCC's note that this
+// changes the ABI on targets without AVX-512 (-Wpsabi) does not apply to inlined code.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace blockflow::conv::internal {
+
+/// One kernel call's operands as NHWC buffers of the compute type C, converted from the op's
+/// tensors (NHWC or NCHW, any dtype) only when they differ, and its result stored back. The
+/// kernel names each operand by its role; the shapes come from the prepared geometry.
+template <typename T, typename C>
+class Operands {
+ public:
+  Operands(const ConvState& state, const KernelContext& ctx)
+      : format_(state.attrs.format), g_(state.geometry), num_threads_(ctx.num_threads) {}
+
+  /// The input x, [batch, in_h, in_w, in_depth].
+  const C* Input(const Tensor& x) {
+    return ToNHWC<T, C>(x, format_, g_.batch, g_.in_h, g_.in_w, g_.in_depth, &x_, num_threads_);
+  }
+  /// The output gradient dy, [batch, out_h, out_w, out_depth].
+  const C* OutBackprop(const Tensor& dy) {
+    return ToNHWC<T, C>(dy, format_, g_.batch, g_.out_h, g_.out_w, g_.out_depth, &dy_,
+                        num_threads_);
+  }
+  /// The filter, HWIO as given.
+  const C* Filter(const Tensor& w) { return ToCompute<T, C>(w, &w_); }
+  /// Where to compute the NHWC result (output or input gradient): `out` itself when it can be.
+  C* Result(Tensor* out) { return OutputBuffer<T, C>(out, format_, &result_); }
+  /// Stores a forward output computed at `y`, [batch, out_h, out_w, out_depth].
+  void StoreOutput(const C* y, Tensor* out) const {
+    StoreNHWC<T, C>(y, out, format_, g_.batch, g_.out_h, g_.out_w, g_.out_depth, num_threads_);
+  }
+  /// Stores an input gradient computed at `dx`, [batch, in_h, in_w, in_depth].
+  void StoreInputGrad(const C* dx, Tensor* out) const {
+    StoreNHWC<T, C>(dx, out, format_, g_.batch, g_.in_h, g_.in_w, g_.in_depth, num_threads_);
+  }
+
+ private:
+  DataFormat format_;
+  const ConvGeometry& g_;
+  int num_threads_;
+  WorkBuffer<C> x_, dy_, w_, result_;
+};
+
+/// Runs `row(r, thread)` for every r in [0, rows) on `nt` threads, statically scheduled, and
+/// skips the rows left once `ctx` is cancelled.
+template <typename Row>
+void ParallelRows(int64_t rows, int nt, const KernelContext& ctx, const Row& row) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!ctx.cancelled()) row(r, omp_get_thread_num());
+  }
+}
 
 /// A pair of ints (a filter tap and the output row or column it reads, for example).
 struct IntPair {
