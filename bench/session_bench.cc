@@ -122,7 +122,7 @@ const fs::path& BigNpy() {
     const fs::path dir =
         fs::temp_directory_path() / ("bf_session_bench_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    const fs::path p = dir / "big.npy";
+    fs::path p = dir / "big.npy";
     Status s = WriteNpy(p.string(), Random(Shape{25'000'000}, 3));
     BF_CHECK(s.ok(), s.message());
     return p;

@@ -13,6 +13,7 @@ namespace {
 
 std::string DTypeList(const std::vector<DType>& dtypes) {
   std::vector<std::string> names;
+  names.reserve(dtypes.size());
   for (DType d : dtypes) names.emplace_back(DTypeName(d));
   return JoinNames(names);
 }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace blockflow {
@@ -69,7 +70,8 @@ struct Half {
     h.bits = b;
     return h;
   }
-  operator float() const { return HalfBitsToFloat(bits); }  // NOLINT: implicit widening is exact
+  // Implicit on purpose: widening to float is exact.
+  operator float() const { return HalfBitsToFloat(bits); }  // NOLINT(google-explicit-constructor)
 };
 
 /// bfloat16 storage type; arithmetic happens in float.
@@ -83,59 +85,32 @@ struct BFloat16 {
     h.bits = b;
     return h;
   }
+  // Implicit on purpose: widening to float is exact.
   operator float() const {
     return BFloat16BitsToFloat(bits);
-  }  // NOLINT: implicit widening is exact
+  }  // NOLINT(google-explicit-constructor)
 };
 
 /// Maps a C++ element type to its DType.
 template <typename T>
-struct DTypeOf;
-template <>
-struct DTypeOf<Half> {
-  static constexpr DType value = DType::kFloat16;
-};
-template <>
-struct DTypeOf<BFloat16> {
-  static constexpr DType value = DType::kBFloat16;
-};
-template <>
-struct DTypeOf<float> {
-  static constexpr DType value = DType::kFloat32;
-};
-template <>
-struct DTypeOf<double> {
-  static constexpr DType value = DType::kFloat64;
-};
-template <>
-struct DTypeOf<int32_t> {
-  static constexpr DType value = DType::kInt32;
-};
-template <>
-struct DTypeOf<int64_t> {
-  static constexpr DType value = DType::kInt64;
-};
-template <>
-struct DTypeOf<bool> {
-  static constexpr DType value = DType::kBool;
+struct DTypeOf {
+  static constexpr DType value = std::is_same_v<T, Half>       ? DType::kFloat16
+                                 : std::is_same_v<T, BFloat16> ? DType::kBFloat16
+                                 : std::is_same_v<T, float>    ? DType::kFloat32
+                                 : std::is_same_v<T, double>   ? DType::kFloat64
+                                 : std::is_same_v<T, int32_t>  ? DType::kInt32
+                                 : std::is_same_v<T, int64_t>  ? DType::kInt64
+                                 : std::is_same_v<T, bool>     ? DType::kBool
+                                                               : DType::kInvalid;
+  static_assert(value != DType::kInvalid, "not a blockflow element type");
 };
 
-/// The type kernels accumulate in: float for the 16-bit types and float32, double for float64.
+/// The type kernels accumulate in: float for the 16-bit types and float32, double for float64,
+/// int64 for the integer types.
 template <typename T>
 struct AccumulatorOf {
-  using type = float;
-};
-template <>
-struct AccumulatorOf<double> {
-  using type = double;
-};
-template <>
-struct AccumulatorOf<int32_t> {
-  using type = int64_t;
-};
-template <>
-struct AccumulatorOf<int64_t> {
-  using type = int64_t;
+  using type = std::conditional_t<std::is_same_v<T, double>, double,
+                                  std::conditional_t<std::is_integral_v<T>, int64_t, float>>;
 };
 
 /// Calls `fn(T{})` with T the C++ type of a floating `dtype`; returns false for other dtypes.

@@ -184,7 +184,7 @@ OpSchema& OpSchema::EnumAttr(std::string name, std::vector<std::string> allowed,
   def.type = AttrType::kEnum;
   def.allowed = std::move(allowed);
   def.required = default_value.empty();
-  if (!def.required) def.default_value = default_value;
+  if (!def.required) def.default_value = std::move(default_value);
   def.doc = std::move(doc);
   attrs_.push_back(std::move(def));
   last_added_ = Added::kAttr;

@@ -417,6 +417,7 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
   const std::vector<int>& order = plan.order;
   if (options.observer) {
     std::vector<std::string> ids;
+    ids.reserve(order.size());
     for (int i : order) ids.push_back(nodes[static_cast<size_t>(i)].id);
     options.observer->OnRunBegin(ids);
   }

@@ -122,7 +122,7 @@ const Status& AsStatus(const Expected<T>& e) {
 #define RETURN_IF_ERROR(expr)                                                          \
   do {                                                                                 \
     /* A copy: `expr` may be a temporary, or a reference into one (`f().status()`). */ \
-    const ::blockflow::Status bf_status_ = ::blockflow::internal::AsStatus(expr);      \
+    ::blockflow::Status bf_status_ = ::blockflow::internal::AsStatus(expr);            \
     if (!bf_status_.ok()) return bf_status_;                                           \
   } while (0)
 
@@ -131,7 +131,10 @@ const Status& AsStatus(const Expected<T>& e) {
 /// `ASSIGN_OR_RETURN(T x, expr)`: declares x from an Expected, or returns its error.
 #define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL_(BF_CONCAT_(bf_expected_, __LINE__), lhs, expr)
+// `lhs` is a declaration and `tmp` a name, so neither can take parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                           \
   if (!tmp.ok()) return tmp.status();          \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

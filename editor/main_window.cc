@@ -636,7 +636,8 @@ void MainWindow::showEvent(QShowEvent* event) {
   }
 }
 
-void MainWindow::ScriptedScreenshot(const QString& path, bool run, std::function<void(int)> done) {
+void MainWindow::ScriptedScreenshot(const QString& path, bool run,
+                                    const std::function<void(int)>& done) {
   auto shoot = [this, path, done](bool run_ok) {
     const auto& nodes = doc_->graph().nodes();
     if (!nodes.empty()) SelectNode(nodes.back().id);

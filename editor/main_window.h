@@ -53,7 +53,7 @@ class MainWindow : public QMainWindow {
   void SetScripted(bool scripted) { scripted_ = scripted; }
   /// Scripted use: optionally run, select the last node, save a screenshot, then call `done`
   /// with the exit code (1 when the run or the save failed).
-  void ScriptedScreenshot(const QString& path, bool run, std::function<void(int)> done);
+  void ScriptedScreenshot(const QString& path, bool run, const std::function<void(int)>& done);
 
   /// The samples folder: $BLOCKFLOW_SAMPLES; else <exe>/../../samples, the source tree's
   /// samples when the build folder is a subfolder of the source tree (build/bin/); else

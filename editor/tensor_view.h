@@ -44,8 +44,10 @@ class TensorSliceModel : public QAbstractTableModel {
   using QAbstractTableModel::QAbstractTableModel;
   void SetSlice(const Tensor& tensor, const Slice2D& slice);
   void ClearSlice();
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
+  // Qt's signatures, default arguments included.
+  int rowCount(const QModelIndex& parent = {}) const override;  // NOLINT(google-default-arguments)
+  int columnCount(
+      const QModelIndex& parent = {}) const override;  // NOLINT(google-default-arguments)
   QVariant data(const QModelIndex& index, int role) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 

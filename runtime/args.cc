@@ -83,6 +83,7 @@ Expected<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
         std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.name == name; });
     if (spec == specs.end()) {
       std::vector<std::string> names;
+      names.reserve(specs.size());
       for (const FlagSpec& s : specs) names.push_back(s.name);
       return InvalidArgument("unknown option '" + name + "'" + DidYouMean(name, names, 2));
     }

@@ -73,7 +73,7 @@ int Main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     return kExitFailure;
   }
   return UsageError(err, "",
-                    command.rfind("-", 0) == 0 ? "unknown option '" + command + "'"
+                    command.rfind('-', 0) == 0 ? "unknown option '" + command + "'"
                                                : "unknown command '" + command + "'");
 }
 

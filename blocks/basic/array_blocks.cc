@@ -131,6 +131,7 @@ void RegisterArrayBlocks(OpRegistry& registry) {
             ASSIGN_OR_RETURN(std::vector<int64_t> perm, ConstIntVector(c.input(1), "perm"));
             ASSIGN_OR_RETURN(std::vector<int> p, CheckPerm(perm, in.rank()));
             std::vector<int64_t> dims;
+            dims.reserve(p.size());
             for (int d : p) dims.push_back(in.dim(d));
             c.SetOutput(0, c.input(0).dtype, Shape(dims));
             return Status::OK();

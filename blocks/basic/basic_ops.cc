@@ -8,8 +8,8 @@ namespace blockflow::ops {
 namespace {
 
 Output Add1(const Scope& scope, const std::string& op,
-            std::vector<std::pair<std::string, std::vector<Output>>> in,
-            nlohmann::json attrs = nlohmann::json::object()) {
+            const std::vector<std::pair<std::string, std::vector<Output>>>& in,
+            const nlohmann::json& attrs = nlohmann::json::object()) {
   RegisterBuiltinBlocks();
   return scope.AddNode(op, in, attrs);
 }

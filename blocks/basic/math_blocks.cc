@@ -19,14 +19,10 @@ Expected<Shape> BroadcastShape(const Shape& a, const Shape& b) {
     int64_t d;
     if (da == 1)
       d = db;
-    else if (db == 1)
+    else if (db == 1 || db < 0 || da == db)  // an unknown db (-1) stays unknown
       d = da;
     else if (da < 0)
       d = db;
-    else if (db < 0)
-      d = da;
-    else if (da == db)
-      d = da;
     else
       return InvalidArgument("shapes " + a.ToString() + " and " + b.ToString() +
                              " cannot be broadcast: dimension " + std::to_string(i) + " is " +
@@ -60,11 +56,11 @@ inline T Combine(T x, T y) {
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     const U ua = static_cast<U>(a), ub = static_cast<U>(b);
-    return static_cast<T>(kOp == BinaryOp::kAdd   ? U(ua + ub)
-                          : kOp == BinaryOp::kSub ? U(ua - ub)
-                                                  : U(ua * ub));
+    return static_cast<T>(kOp == BinaryOp::kAdd   ? static_cast<U>(ua + ub)
+                          : kOp == BinaryOp::kSub ? static_cast<U>(ua - ub)
+                                                  : static_cast<U>(ua * ub));
   } else {
-    return T(kOp == BinaryOp::kAdd ? a + b : kOp == BinaryOp::kSub ? a - b : a * b);
+    return static_cast<T>(kOp == BinaryOp::kAdd ? a + b : kOp == BinaryOp::kSub ? a - b : a * b);
   }
 }
 

@@ -66,7 +66,7 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
     for (int p = 0; p < P; ++p)
       for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
     for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-      const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+      const int64_t ih = g.input_row(oh, kh);
       if (ih < 0 || ih >= g.in_h) continue;
       const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
       for (int64_t kw = 0; kw < g.filter_w; ++kw) {
@@ -102,12 +102,12 @@ BF_CONV_INLINE void ForwardRest(const ConvGeometry& g, const C* __restrict x, co
   const int64_t cog = co_all / g.groups, co0 = grp * cog;
   for (int64_t ow = 0; ow < g.out_w; ++ow) {
     C* __restrict yp = y + ((n * g.out_h + oh) * g.out_w + ow) * co_all + co0;
-    for (int64_t j = j0; j < cog; ++j) yp[j] = C(0);
+    for (int64_t j = j0; j < cog; ++j) yp[j] = C{0};
     for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-      const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+      const int64_t ih = g.input_row(oh, kh);
       if (ih < 0 || ih >= g.in_h) continue;
       for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-        const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+        const int64_t iw = g.input_col(ow, kw);
         if (iw < 0 || iw >= g.in_w) continue;
         const C* __restrict xp = x + ((n * g.in_h + ih) * g.in_w + iw) * ci_all + grp * cig;
         const C* wp = w + (kh * g.filter_w + kw) * cig * co_all + co0;
@@ -201,7 +201,7 @@ BF_CONV_INLINE void BackpropInputRest(const ConvGeometry& g, const C* __restrict
   const int64_t cog = co_all / g.groups;
   for (int64_t iw = 0; iw < g.in_w; ++iw) {
     C* __restrict dxp = dx + ((n * g.in_h + ih) * g.in_w + iw) * ci_all + grp * cig;
-    for (int64_t ci = j0; ci < cig; ++ci) dxp[ci] = C(0);
+    for (int64_t ci = j0; ci < cig; ++ci) dxp[ci] = C{0};
     for (int64_t kh = 0; kh < g.filter_h; ++kh) {
       const int64_t th = ih + g.pad_top - kh * g.dilation_h;
       if (th < 0 || th % g.stride_h != 0 || th / g.stride_h >= g.out_h) continue;
@@ -312,7 +312,7 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
   const int64_t co0 = grp * (co_all / g.groups) + j0;
   const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all + co0;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-    const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+    const int64_t ih = g.input_row(oh, kh);
     if (ih < 0 || ih >= g.in_h) continue;
     const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
@@ -368,13 +368,13 @@ BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restric
   const int64_t cog = co_all / g.groups, co0 = grp * cog;
   const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all + co0;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-    const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+    const int64_t ih = g.input_row(oh, kh);
     if (ih < 0 || ih >= g.in_h) continue;
     const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
       C* dwt = dw + (kh * g.filter_w + kw) * cig * co_all + co0;
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+        const int64_t iw = g.input_col(ow, kw);
         if (iw < 0 || iw >= g.in_w) continue;
         const C* __restrict xp = xrow + iw * ci_all;
         const C* __restrict dyp = dyrow + ow * co_all;
@@ -424,7 +424,7 @@ void Conv2DKernels<T>::Forward(const ConvState& state, const Tensor& input, cons
   WorkBuffer<C> packed;
   PackForwardFilter(g, ops.Filter(filter), &packed);
   C* y = ops.Result(output);
-  const WorkBuffer<C> zeros(static_cast<size_t>(g.in_depth), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(g.in_depth), C{0});
   const RowFn<C> row = ForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.filter_in_depth * g.out_depth;
@@ -466,7 +466,7 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
         wt[static_cast<size_t>(packed + fsize + (tap * cig + ci) * co_all + co)] = v;
       }
   C* dx = ops.Result(input_grad);
-  const WorkBuffer<C> zeros(static_cast<size_t>(co_all), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(co_all), C{0});
   const RowFn<C> row = BackpropInputRow(C{});
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost =

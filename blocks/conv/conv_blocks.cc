@@ -142,7 +142,7 @@ void RegisterConv(OpRegistry& registry, OpSchema s, bool depthwise, ConvShapeFn 
 }  // namespace
 
 void RegisterConvBlocks(OpRegistry& registry) {
-  const std::vector<DType> kT = FloatDTypes();
+  const std::vector<DType>& kT = FloatDTypes();
   const std::vector<DType> kSizes = {DType::kInt32, DType::kInt64};
 
   {

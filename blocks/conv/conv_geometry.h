@@ -79,6 +79,15 @@ struct ConvGeometry {
   int64_t multiplier = 1;  // depthwise family
   bool depthwise = false;
 
+  /// The input row that filter row kh reads for output row oh (outside [0, in_h) in padding).
+  int64_t input_row(int64_t oh, int64_t kh) const {
+    return oh * stride_h - pad_top + kh * dilation_h;
+  }
+  /// The input column that filter column kw reads for output column ow.
+  int64_t input_col(int64_t ow, int64_t kw) const {
+    return ow * stride_w - pad_left + kw * dilation_w;
+  }
+
   int64_t input_elements() const { return batch * in_h * in_w * in_depth; }
   int64_t output_elements() const { return batch * out_h * out_w * out_depth; }
   int64_t filter_elements() const {

@@ -101,11 +101,11 @@ BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* const* xr, con
   if (c_vec == ch) return;
   for (int64_t ow = 0; ow < g.out_w; ++ow) {
     C* __restrict yp = yrow + ow * ch;
-    for (int64_t c = c_vec; c < ch; ++c) yp[c] = C(0);
+    for (int64_t c = c_vec; c < ch; ++c) yp[c] = C{0};
     for (int64_t kh = 0; kh < g.filter_h; ++kh) {
       if (xr[kh] == nullptr) continue;
       for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-        const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+        const int64_t iw = g.input_col(ow, kw);
         if (iw < 0 || iw >= g.in_w) continue;
         const C* __restrict xp = xr[kh] + iw * ch;
         const C* __restrict wp = w + (kh * g.filter_w + kw) * ch;
@@ -119,12 +119,14 @@ BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* const* xr, con
 // (BF_CONV_ISA_FNS), as BF_CONV_ROW_FNS defines them for the other signature.
 template <typename C>
 using DwRowsFn = void (*)(const ConvGeometry&, const C* const*, const C*, C*, const C*);
+// NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
 #define BF_DW_ROWS_FNS(Name, Impl, C)                                                        \
   BF_CONV_ISA_FNS(Name, Impl, C, DwRowsFn<C>,                                                \
                   (const ConvGeometry& g, const C* const* xr, const C* b, C* y, const C* z), \
                   (g, xr, b, y, z))
 BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, float)
 BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, double)
+// NOLINTEND(bugprone-macro-parentheses)
 
 // Input gradient tile: dx[iw = r + sw*(t0 + p), c0 + c] for p < P, c < NV*L, = sum over the
 // reaching taps of dy[ow, c] * w[kh, kw, c].
@@ -192,7 +194,7 @@ BF_CONV_INLINE void DwBackpropInputRowT(const ConvGeometry& g, const C* __restri
   C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ch;
   for (int64_t iw = 0; iw < g.in_w; ++iw) {
     C* __restrict dxp = dxrow + iw * ch;
-    for (int64_t c = c_vec; c < ch; ++c) dxp[c] = C(0);
+    for (int64_t c = c_vec; c < ch; ++c) dxp[c] = C{0};
     for (const auto& [kh, oh] : rows) {
       for (int64_t kw = 0; kw < g.filter_w; ++kw) {
         const int64_t tw = iw + g.pad_left - kw * g.dilation_w;
@@ -350,7 +352,7 @@ class ExpandedInputRows {
     const C** xr = rows_.data() + thread * g_.filter_h;
     const int64_t n = r / g_.out_h, oh = r % g_.out_h;
     for (int64_t kh = 0; kh < g_.filter_h; ++kh) {
-      const int64_t ih = oh * g_.stride_h - g_.pad_top + kh * g_.dilation_h;
+      const int64_t ih = g_.input_row(oh, kh);
       xr[kh] = (ih >= 0 && ih < g_.in_h) ? source.Row(n, ih) : nullptr;
     }
     return xr;
@@ -379,7 +381,7 @@ void DepthwiseKernels<T>::Forward(const ConvState& state, const Tensor& input, c
   const ConvGeometry e = Expanded(g);
   const C* w = ops.Filter(filter);  // [fh, fw, C*M]
   C* y = ops.Result(output);
-  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   const DwRowsFn<C> row = DwForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
@@ -413,7 +415,7 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
   WorkBuffer<C> wf(static_cast<size_t>(taps * ch));
   for (int64_t k = 0; k < taps; ++k)
     std::copy(w + (taps - 1 - k) * ch, w + (taps - k) * ch, wf.begin() + k * ch);
-  const WorkBuffer<C> zeros(static_cast<size_t>(ch), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(ch), C{0});
   const DwRowsFn<C> row = DwForwardRow(C{});
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost = g.in_w * taps * ch;
@@ -478,7 +480,7 @@ void DepthwiseKernels<T>::BackpropInput(const ConvState& state, const Tensor& fi
     dxebuf.resize(static_cast<size_t>(g.batch * g.in_h * g.in_w * e.in_depth));
     dxe = dxebuf.data();
   }
-  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C(0));
+  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   const RowFn<C> row = DwBackpropInputRow(C{});
   const int64_t rows = g.batch * g.in_h;
   const int64_t row_cost =

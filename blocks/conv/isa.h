@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 // Hot loops are compiled three times (baseline x86-64, AVX2+FMA, AVX-512) and picked at run time
 // by ActiveIsa(), so one binary runs on any x86-64 and uses the widest vectors it has.
@@ -37,14 +38,9 @@ const char* IsaName(Isa isa);
 typedef float VecF __attribute__((vector_size(64)));
 typedef double VecD __attribute__((vector_size(64)));
 template <typename C>
-struct VecOf;
-template <>
-struct VecOf<float> {
-  using type = VecF;
-};
-template <>
-struct VecOf<double> {
-  using type = VecD;
+struct VecOf {
+  static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>, "compute types only");
+  using type = std::conditional_t<std::is_same_v<C, float>, VecF, VecD>;
 };
 
 // The helpers below pass 64-byte vectors by value; they are always inlined, so the ABI note
@@ -75,6 +71,8 @@ BF_CONV_INLINE void StoreVec(C* p, const typename VecOf<C>::type& v) {
   X(Avx2, kAvx2, BF_TARGET_AVX2, 4, 1, __VA_ARGS__)       \
   X(Base, kBase, BF_TARGET_BASE, 4, 1, __VA_ARGS__)
 
+// The macros below paste names and splice parameter lists, which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define BF_CONV_ISA_VARIANT_(Suffix, IsaId, Target, P, NV, Name, Impl, C, Params, Args) \
   Target void Name##Suffix Params { Impl<C, P, NV> Args; }
 #define BF_CONV_ISA_CASE_(Suffix, IsaId, Target, P, NV, Name, ...) \
@@ -93,3 +91,4 @@ BF_CONV_INLINE void StoreVec(C* p, const typename VecOf<C>::type& v) {
     }                                                                  \
     return Name##Base;                                                 \
   }
+// NOLINTEND(bugprone-macro-parentheses)

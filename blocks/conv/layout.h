@@ -27,8 +27,9 @@ struct AlignedAllocator {
   using value_type = C;
   static constexpr std::align_val_t kAlignment{64};
   AlignedAllocator() = default;
+  // Implicit, as the allocator requirements ask (rebinding converts allocators).
   template <typename U>
-  AlignedAllocator(const AlignedAllocator<U>&) {}
+  AlignedAllocator(const AlignedAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
   C* allocate(size_t n) { return static_cast<C*>(::operator new(n * sizeof(C), kAlignment)); }
   void deallocate(C* p, size_t n) { ::operator delete(p, n * sizeof(C), kAlignment); }
   template <typename U>
@@ -108,7 +109,7 @@ C* OutputBuffer(Tensor* out, DataFormat format, WorkBuffer<C>* buf) {
   if constexpr (std::is_same_v<T, C>) {
     if (format == DataFormat::kNHWC) return out->data<T>();
   }
-  buf->assign(static_cast<size_t>(out->num_elements()), C(0));
+  buf->assign(static_cast<size_t>(out->num_elements()), C{0});
   return buf->data();
 }
 

@@ -124,7 +124,7 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
   // row kernels' vector read-modify-writes of it never straddle two lines.
   constexpr int64_t kLine = 64 / sizeof(C);
   const int64_t stride = (size + kLine - 1) / kLine * kLine;
-  WorkBuffer<C> partial(static_cast<size_t>(nt * stride), C(0));
+  WorkBuffer<C> partial(static_cast<size_t>(nt * stride), C{0});
 #pragma omp parallel num_threads(nt)
   {
     C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * stride;
@@ -150,10 +150,12 @@ using RowFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int
 
 /// Defines the row functions of one (op, compute type) with that signature, one per ISA
 /// (BF_CONV_ISA_FNS): `Name##Avx512`, `Name##Avx2`, `Name##Base` and `RowFn<C> Name(C)`.
+// NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
 #define BF_CONV_ROW_FNS(Name, Impl, C)                                                        \
   BF_CONV_ISA_FNS(Name, Impl, C, ::blockflow::conv::internal::RowFn<C>,                       \
                   (const ConvGeometry& g, const C* a, const C* b, C* c, int64_t n, int64_t r, \
                    const C* z, ::blockflow::conv::internal::IntPair* sc),                     \
                   (g, a, b, c, n, r, z, sc))
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace blockflow::conv::internal

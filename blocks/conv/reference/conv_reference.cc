@@ -58,7 +58,7 @@ struct ReferenceKernels {
     const ConvGeometry& g = s.geometry;
     const int64_t in_per_group = g.depthwise ? 1 : g.filter_in_depth;
     const int64_t out_per_group = g.depthwise ? g.multiplier : g.out_depth / g.groups;
-    std::vector<Acc> acc(static_cast<size_t>(size), Acc(0));
+    std::vector<Acc> acc(static_cast<size_t>(size), Acc{0});
     ForEachTap(s.attrs.format, g, in_per_group, out_per_group, k,
                [&](int64_t xi, int64_t wi, int64_t yi) { add(acc.data(), xi, wi, yi); });
     if (k.cancelled()) return;
