@@ -151,15 +151,14 @@ def _const_dtype(value, port, schema, known):
     allowed = port["dtypes"]
     if isinstance(value, (_np.ndarray, _np.generic)):
         return ""  # an array keeps its own dtype
-    kind = _np.asarray(value).dtype.kind
-    if kind in "iub":
+    if port["name"] in schema["same_dtype"]:
+        for other in schema["same_dtype"]:
+            if known.get(other) in allowed:
+                return known[other]
+    if _np.asarray(value).dtype.kind in "iub":
         for d in ("int32", "int64"):
             if d in allowed:
                 return d
-    if port["name"] in schema["same_dtype"]:
-        for other in schema["same_dtype"]:
-            if known.get(other):
-                return known[other]
     for d in ("float32", "float64", "int32", "int64"):
         if d in allowed:
             return d
