@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <csignal>
 #include <memory>
 #include <optional>
 #include <string>
@@ -249,7 +250,14 @@ class PySession {
     RunStarted started;
     bool interrupted = false;
     {
-      SigintCancel sigint;
+      // _signal.getsignal (signal.getsignal without its enum conversion), kept for the life of the
+      // process (never released at exit).
+      static PyObject* const getsignal =
+          py::object(py::module_::import("_signal").attr("getsignal")).release().ptr();
+      const py::object python_handler =
+          py::reinterpret_steal<py::object>(PyObject_CallFunction(getsignal, "i", SIGINT));
+      if (!python_handler) throw py::error_already_set();
+      SigintCancel sigint(python_handler.ptr());
       RunOptions options;
       options.num_threads = threads_;
       options.cancel = sigint.flag();
