@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <csignal>
 #include <memory>
 #include <optional>
@@ -190,7 +191,10 @@ class PySession {
     session_ = std::make_shared<const Session>(graph);
   }
 
-  py::object Run(py::handle fetches, py::handle feeds) const {
+  // `span`, when given, receives the run's start and end (seconds of the monotonic clock that
+  // Python's time.perf_counter reads), taken while the GIL is released.
+  py::object Run(py::handle fetches, py::handle feeds,
+                 std::pair<double, double>* span = nullptr) const {
     // Fetches: one name or Output (one array back), or a list of them (a list back).
     std::vector<std::string> names;
     bool single = false;
@@ -263,7 +267,13 @@ class PySession {
       options.cancel = sigint.flag();
       options.observer = &started;
       py::gil_scoped_release release;
+      const auto start = std::chrono::steady_clock::now();
       s = session_->Run(feed_tensors, names, &outputs, options);
+      if (span) {
+        const auto end = std::chrono::steady_clock::now();
+        span->first = std::chrono::duration<double>(start.time_since_epoch()).count();
+        span->second = std::chrono::duration<double>(end.time_since_epoch()).count();
+      }
       interrupted = sigint.interrupted();
     }
     if (interrupted) {
@@ -492,12 +502,27 @@ PYBIND11_MODULE(_core, m) {
              return PySession(scope.graph(), threads);
            }),
            py::arg("graph"), py::arg("threads") = py::none(), "A GraphBuilder's graph.")
-      .def("run", &PySession::Run, py::arg("fetches"), py::arg("feeds") = py::none(),
-           "Runs what `fetches` needs and returns one array for a single fetch, a list for a "
-           "list. fetches: \"id\", \"id:K\" or an Output, or a list of them. feeds: {Placeholder "
-           "name or Output: array}. Arrays are read in place and results own the runtime's "
-           "buffers (no copies); bfloat16 travels as uint16 bits. The GIL is released while the "
-           "graph runs; Ctrl-C cancels it (KeyboardInterrupt).")
+      .def(
+          "run",
+          [](const PySession& s, py::handle fetches, py::handle feeds) {
+            return s.Run(fetches, feeds);
+          },
+          py::arg("fetches"), py::arg("feeds") = py::none(),
+          "Runs what `fetches` needs and returns one array for a single fetch, a list for a "
+          "list. fetches: \"id\", \"id:K\" or an Output, or a list of them. feeds: {Placeholder "
+          "name or Output: array}. Arrays are read in place and results own the runtime's "
+          "buffers (no copies); bfloat16 travels as uint16 bits. The GIL is released while the "
+          "graph runs; Ctrl-C cancels it (KeyboardInterrupt).")
+      .def(
+          "_run_timed",
+          [](const PySession& s, py::handle fetches, py::handle feeds) {
+            std::pair<double, double> span;
+            py::object result = s.Run(fetches, feeds, &span);
+            return py::make_tuple(result, span.first, span.second);
+          },
+          py::arg("fetches"), py::arg("feeds") = py::none(),
+          "run(), also returning when the graph started and stopped running (perf_counter "
+          "seconds, taken with the GIL released); for tests.")
       .def_property_readonly(
           "graph", [](const PySession& s) { return s.graph(); }, "A copy of the graph it runs.")
       .def_property_readonly("threads", &PySession::threads)
