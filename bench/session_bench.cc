@@ -13,6 +13,8 @@
 //   NpyConst/sum/first|cached    the same Const reduced by Sum, so every byte is touched.
 //   TinyGraph/run                Session::Run of a Placeholder → Identity graph: the per-run
 //                                overhead.
+//   OneConst/run                 Session::Run fetching a one-Const graph's value (what
+//                                bench/python_overhead.py compares the Python module with).
 //   Overhead/<graph>             a whole Session::Run against the sum of its kernels called
 //                                alone (RunNodeKernel, inputs ready, state prepared), alternating
 //                                in one loop. Counters: kernels_ms, run_ms, overhead_us_per_node.
@@ -186,6 +188,18 @@ void TinyGraph(benchmark::State& state) {
   }
 }
 
+void OneConst(benchmark::State& state) {
+  const Session session(ParseOrDie(GraphJson(
+      R"({"id": "c", "op": "Const", "attrs": {"dtype": "float32", "shape": [4], "value": 1}})")));
+  std::vector<Tensor> out;
+  RunOptions options;
+  options.num_threads = 1;
+  for (auto _ : state) {
+    Status s = session.Run({}, {"c"}, &out, options);
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+  }
+}
+
 // Runs `graph` whole and node by node, alternately; see Overhead/ above.
 void GraphOverhead(benchmark::State& state, const Graph& graph,
                    const std::map<std::string, Tensor>& feeds) {
@@ -332,6 +346,7 @@ int main(int argc, char** argv) {
     }
   }
   benchmark::RegisterBenchmark("TinyGraph/run", TinyGraph)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("OneConst/run", OneConst)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("Overhead/mobilenet_block_train_step", TrainStepOverhead)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();

@@ -109,6 +109,21 @@ Expected<Tensor> Tensor::FromBuffer(DType dtype, Shape shape, std::shared_ptr<st
   return Tensor(dtype, std::move(shape), std::move(buffer));
 }
 
+Expected<Tensor> Tensor::FromExternal(DType dtype, Shape shape, void* data,
+                                      std::shared_ptr<const void> owner) {
+  const size_t element = DTypeSize(dtype);
+  if (element == 0) return InvalidArgument("invalid dtype");
+  RETURN_IF_ERROR(CheckAllocatable(dtype, shape));
+  if (!data) return InvalidArgument("FromExternal: null data");
+  if (reinterpret_cast<uintptr_t>(data) % element != 0) {
+    return InvalidArgument("FromExternal: the data is not aligned to its " +
+                           std::to_string(element) + "-byte elements");
+  }
+  // The aliasing constructor: the tensor points at `data` and shares ownership of `owner`.
+  std::shared_ptr<std::byte> buffer(std::move(owner), static_cast<std::byte*>(data));
+  return Tensor(dtype, std::move(shape), std::move(buffer));
+}
+
 double Tensor::GetAsDouble(int64_t i) const {
   const void* p = raw();
   switch (dtype_) {

@@ -1,4 +1,5 @@
-// Tensor: a dtype, a shape and a shared, 64-byte-aligned, zero-initialised buffer.
+// Tensor: a dtype, a shape and a shared, 64-byte-aligned, zero-initialised buffer (or, through
+// FromExternal, another library's memory).
 //
 //   Tensor t(DType::kFloat32, Shape{2, 3});      // six zeros
 //   float* p = t.data<float>();                  // CHECKs the dtype
@@ -40,6 +41,13 @@ class Tensor {
   /// A tensor over an existing buffer of at least num_bytes() bytes, 64-byte aligned (a mapped
   /// file, another library's array); the buffer's deleter runs when the last copy goes.
   static Expected<Tensor> FromBuffer(DType dtype, Shape shape, std::shared_ptr<std::byte> buffer);
+  /// A tensor that reads and writes memory another library owns (a NumPy array), without a
+  /// copy: `data` holds at least num_bytes() bytes, aligned to the element size (kernels load
+  /// with unaligned vector loads; only the Tensors this library allocates are 64-byte aligned).
+  /// `owner` is kept alive by every copy of the tensor and released with the last one, on
+  /// whichever thread drops it.
+  static Expected<Tensor> FromExternal(DType dtype, Shape shape, void* data,
+                                       std::shared_ptr<const void> owner);
 
   /// A rank-1 tensor holding `values`.
   template <typename T>

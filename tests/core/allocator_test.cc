@@ -179,5 +179,39 @@ TEST(TensorMemory, FromBufferRejectsMisalignedBuffers) {
   EXPECT_EQ(u->raw(), owner.get());
 }
 
+TEST(TensorMemory, FromExternalBorrowsElementAlignedMemoryAndKeepsItsOwner) {
+  // Another library's array: 4-byte aligned, not 64; the tensor reads it in place.
+  struct Owner {
+    alignas(64) float storage[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+    bool* released;
+    ~Owner() { *released = true; }
+  };
+  bool released = false;
+  auto owner = std::make_shared<Owner>();
+  owner->released = &released;
+  float* data = owner->storage + 1;
+  Expected<Tensor> t = Tensor::FromExternal(DType::kFloat32, Shape{2, 4}, data, owner);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->raw(), data);
+  EXPECT_EQ(t->data<float>()[7], 8.0f);
+  Tensor copy = *t;
+  owner.reset();
+  t = Tensor();
+  EXPECT_FALSE(released);  // `copy` still holds the owner
+  EXPECT_EQ(copy.data<float>()[0], 1.0f);
+  copy = Tensor();
+  EXPECT_TRUE(released);
+}
+
+TEST(TensorMemory, FromExternalRejectsMisalignedOrNullData) {
+  alignas(64) std::byte storage[64] = {};
+  Expected<Tensor> t = Tensor::FromExternal(DType::kFloat64, Shape{2}, storage + 4, nullptr);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("not aligned to its 8-byte elements"), std::string::npos);
+  EXPECT_TRUE(Tensor::FromExternal(DType::kInt32, Shape{2}, storage + 4, nullptr).ok());
+  EXPECT_FALSE(Tensor::FromExternal(DType::kInt32, Shape{2}, nullptr, nullptr).ok());
+  EXPECT_FALSE(Tensor::FromExternal(DType::kInt32, Shape{-1}, storage, nullptr).ok());
+}
+
 }  // namespace
 }  // namespace blockflow
