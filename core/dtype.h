@@ -71,7 +71,8 @@ struct Half {
     return h;
   }
   // Implicit on purpose: widening to float is exact.
-  operator float() const { return HalfBitsToFloat(bits); }  // NOLINT(google-explicit-constructor)
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator float() const { return HalfBitsToFloat(bits); }
 };
 
 /// bfloat16 storage type; arithmetic happens in float.
@@ -86,9 +87,8 @@ struct BFloat16 {
     return h;
   }
   // Implicit on purpose: widening to float is exact.
-  operator float() const {
-    return BFloat16BitsToFloat(bits);
-  }  // NOLINT(google-explicit-constructor)
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator float() const { return BFloat16BitsToFloat(bits); }
 };
 
 /// Maps a C++ element type to its DType.

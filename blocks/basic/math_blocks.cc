@@ -16,18 +16,14 @@ Expected<Shape> BroadcastShape(const Shape& a, const Shape& b) {
   for (int i = 0; i < rank; ++i) {
     const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
     const int64_t da = ia >= 0 ? a.dim(ia) : 1, db = ib >= 0 ? b.dim(ib) : 1;
-    int64_t d;
-    if (da == 1)
-      d = db;
-    else if (db == 1 || db < 0 || da == db)  // an unknown db (-1) stays unknown
-      d = da;
-    else if (da < 0)
-      d = db;
-    else
+    if (da != 1 && db != 1 && da >= 0 && db >= 0 && da != db) {
       return InvalidArgument("shapes " + a.ToString() + " and " + b.ToString() +
                              " cannot be broadcast: dimension " + std::to_string(i) + " is " +
                              std::to_string(da) + " vs " + std::to_string(db) +
                              " (sizes must match or one must be 1)");
+    }
+    // A 1 takes the other size; an unknown size (-1) stays unknown unless the other is 1.
+    const int64_t d = (da == 1 || (da < 0 && db != 1)) ? db : da;
     dims[static_cast<size_t>(i)] = d;
   }
   return Shape(dims);

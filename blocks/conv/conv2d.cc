@@ -60,7 +60,8 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
   const int64_t cog = co_all / g.groups, cog_vec = cog - cog % L, co0 = grp * cog + j0;
   C* yrow = y + (n * g.out_h + oh) * g.out_w * co_all;
   const C* panel[NV];
-  for (int k = 0; k < NV; ++k) panel[k] = wp + PanelOffset(g, cog_vec, grp, j0 + k * L, cig);
+  for (int k = 0; k < NV; ++k)
+    panel[k] = wp + PanelOffset(g, cog_vec, grp, j0 + int64_t{k} * L, cig);
   for (int64_t ow0 = 0; ow0 < g.out_w; ow0 += P) {
     Vec acc[P][NV];
     for (int p = 0; p < P; ++p)
@@ -150,7 +151,8 @@ BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restric
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, cig_vec = cig - cig % L;
   const C* panel[NV];
-  for (int k = 0; k < NV; ++k) panel[k] = wp + PanelOffset(g, cig_vec, grp, j0 + k * L, cog);
+  for (int k = 0; k < NV; ++k)
+    panel[k] = wp + PanelOffset(g, cig_vec, grp, j0 + int64_t{k} * L, cog);
   C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig + j0;
   // The taps that reach this row, and per column phase the taps that reach it, resolved once
   // here: integer division per tile would cost more than the tile's arithmetic.

@@ -83,6 +83,7 @@ TEST(BufferPool, CacheNeverExceedsItsLimit) {
   BufferPool pool(5 * kMB);
   {
     std::vector<std::shared_ptr<std::byte>> held;
+    held.reserve(4);
     for (int i = 0; i < 4; ++i) held.push_back(pool.Allocate(2 * kMB, false));
     EXPECT_EQ(pool.stats().bytes_in_use, 8 * kMB);
   }
@@ -119,6 +120,7 @@ TEST(BufferPool, SmallBuffersAreCountedButNotCached) {
 TEST(BufferPool, ManyThreadsAllocateAndFreeConsistently) {
   BufferPool pool(32 * kMB);
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&pool, t] {
       for (int i = 0; i < 200; ++i) {

@@ -54,7 +54,7 @@ std::string MulChain(int length) {
 
 TEST(SessionMemory, PeakFollowsTheLiveSetOnAChain) {
   RegisterBuiltinBlocks();
-  constexpr size_t kOutput = 256 * 1024 * sizeof(float);
+  constexpr size_t kOutput = size_t{256} * 1024 * sizeof(float);
   const Session session(ParseOrDie(MulChain(20)));
   const std::map<std::string, Tensor> feeds{{"x", RandomTensor(Shape{256, 1024}, 1)}};
   std::vector<Tensor> out;

@@ -85,7 +85,7 @@ TEST(TimingObserverTest, MemoryIsRecordedOneNodeAtATime) {
   EXPECT_EQ(options.max_parallel_nodes, 1);
   std::vector<Tensor> out;
   ASSERT_TRUE(Session(g).Run({}, {"t"}, &out, options).ok());
-  constexpr size_t kBytes = 256 * 256 * sizeof(float);
+  constexpr size_t kBytes = size_t{256} * 256 * sizeof(float);
   for (const NodeTiming& t : timing.timings()) {
     ASSERT_TRUE(t.peak_bytes) << t.id;
     // r and s each allocate their 256 KiB output while they run.

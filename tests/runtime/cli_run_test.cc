@@ -411,7 +411,7 @@ TEST_F(CliRunTest, BenchJsonHasTheContractKeys) {
       saw_dx = true;
       EXPECT_EQ(n["op"], "DepthwiseConv2dNativeBackpropInput");
       // Its output, [1,8,8,2] float32, is allocated while it runs.
-      EXPECT_GE(n["peak_bytes"].get<size_t>(), 1u * 8 * 8 * 2 * sizeof(float)) << n;
+      EXPECT_GE(n["peak_bytes"].get<size_t>(), size_t{1} * 8 * 8 * 2 * sizeof(float)) << n;
     }
     // Fed Placeholders run no kernel: they are not timed.
     EXPECT_NE(n["id"], "dy");
@@ -420,7 +420,7 @@ TEST_F(CliRunTest, BenchJsonHasTheContractKeys) {
   EXPECT_NEAR(j["total_ms_median"].get<double>(), sum, 1e-9 + 1e-9 * sum);
   EXPECT_GT(j["run_ms_median"].get<double>(), 0.0);
   // The whole graph holds at least dx while it runs.
-  EXPECT_GE(j["peak_bytes"].get<size_t>(), 1u * 8 * 8 * 2 * sizeof(float));
+  EXPECT_GE(j["peak_bytes"].get<size_t>(), size_t{1} * 8 * 8 * 2 * sizeof(float));
   EXPECT_GE(j["minor_faults_per_run"].get<double>(), 0.0);
 
   CmdResult text = Run({"bench", "g.json", "--feed", "dy=dy.npy", "--repeat", "2"});
@@ -528,6 +528,7 @@ TEST_F(CliRunTest, ProgressLineOnATerminal) {
   const std::string graph = dir_ / "long.json";
   std::vector<std::string> args = {bin, "run", graph, "--threads", "1"};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;

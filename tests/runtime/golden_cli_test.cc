@@ -56,7 +56,7 @@ TEST(GoldenCliTest, EveryCaseThroughBlockflowRun) {
   ASSERT_TRUE(fs::is_directory(GoldenDir())) << "golden cases missing: " << GoldenDir();
   int total = 0, positive = 0, negative = 0;
   for (const auto& entry : fs::directory_iterator(GoldenDir())) {
-    const fs::path case_dir = entry.path();
+    const fs::path& case_dir = entry.path();
     if (!fs::exists(case_dir / "case.json")) continue;
     ++total;
     const std::string name = case_dir.filename().string();

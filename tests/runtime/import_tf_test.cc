@@ -254,7 +254,7 @@ TEST(ImportTfTest, DetectsTheFormat) {
   EXPECT_EQ(DetectFormat("a.json", ""), GraphDefFormat::kJson);
   EXPECT_EQ(DetectFormat("a.graph", "  {\"node\": []}"), GraphDefFormat::kJson);
   EXPECT_EQ(DetectFormat("a.graph", "node { name: \"x\" }"), GraphDefFormat::kText);
-  EXPECT_EQ(DetectFormat("a.graph", std::string("\x0a\x05\x0a\x01x", 6)), GraphDefFormat::kBinary);
+  EXPECT_EQ(DetectFormat("a.graph", std::string("\x0a\x05\x0a\x01x", 5)), GraphDefFormat::kBinary);
 }
 
 // ---------------------------------------------------------------------------
@@ -461,7 +461,8 @@ TEST(ImportTfCliTest, TrainingExcerptNeedsFetchAndFeed) {
     EXPECT_EQ(g->FindNode("gradients/conv1/Conv2D_grad/tuple/group_deps"), nullptr);
 
     // Run it with feeds; ShapeN's sizes fold, the gradients have the variable's shapes.
-    std::vector<float> x(2 * 8 * 8 * 3), w(3 * 3 * 3 * 4), dy(2 * 8 * 8 * 4);
+    std::vector<float> x(size_t{2} * 8 * 8 * 3), w(size_t{3} * 3 * 3 * 4),
+        dy(size_t{2} * 8 * 8 * 4);
     for (size_t i = 0; i < x.size(); ++i)
       x[i] = static_cast<float>(SampleValue(static_cast<int64_t>(i), 1));
     for (size_t i = 0; i < w.size(); ++i)
@@ -484,7 +485,7 @@ TEST(ImportTfCliTest, TrainingExcerptNeedsFetchAndFeed) {
     // Filter gradient at the centre tap, channel 0 → 0: sum over n,h,w of x * dy (SAME, 3x3, so the
     // centre tap sees every pixel).
     double centre = 0;
-    for (int64_t p = 0; p < 2 * 8 * 8; ++p)
+    for (int64_t p = 0; p < int64_t{2} * 8 * 8; ++p)
       centre += static_cast<double>(x[static_cast<size_t>(p * 3)]) * dy[static_cast<size_t>(p * 4)];
     EXPECT_NEAR(dw->GetAsDouble(((1 * 3 + 1) * 3 + 0) * 4 + 0), centre,
                 1e-4 * (1 + std::abs(centre)));

@@ -79,6 +79,7 @@ class Process {
     std::vector<std::string> all = {bin};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
+    argv.reserve(all.size() + 1);
     for (std::string& a : all) argv.push_back(a.data());
     argv.push_back(nullptr);
     out_path_ = capture_ / "stdout.txt";

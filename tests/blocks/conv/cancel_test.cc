@@ -69,7 +69,7 @@ Status RunCancelled(KernelKind kind, int op, const Problem& p, int after_ms, Ten
   });
   const Tensor& a = s.op == ConvOp::kBackpropInput ? w : x;
   const Tensor& b = s.op == ConvOp::kForward ? w : dy;
-  const Status status = RunConv(kind, s, a, b, out, k);
+  Status status = RunConv(kind, s, a, b, out, k);
   canceller.join();
   return status;
 }
