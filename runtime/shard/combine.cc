@@ -178,7 +178,8 @@ Expected<Tensor> ConcatAxis(const std::vector<Tensor>& parts, int axis) {
   const size_t inner =
       static_cast<size_t>(Product(dims, a + 1, dims.size())) * DTypeSize(parts[0].dtype());
   dims[a] = total;
-  ASSIGN_OR_RETURN(Tensor out, Tensor::Create(parts[0].dtype(), Shape(dims)));
+  RETURN_IF_ERROR(CheckAllocatable(parts[0].dtype(), Shape(dims)));
+  Tensor out = Tensor::Uninitialized(parts[0].dtype(), Shape(dims));  // every byte is copied in
   char* dst = static_cast<char*>(out.raw());
   for (int64_t o = 0; o < outer; ++o) {
     for (const Tensor& p : parts) {
@@ -310,24 +311,49 @@ CombineResult CombineOutputs(Communicator& comm, const std::vector<Combine>& pla
         }
         break;
       case CombineRule::kGather: {
-        // Each rank sends its entry count along the axis, then its bytes.
-        std::string payload(8, '\0');
-        int64_t count = 0;
-        if (mine[i]) {
-          count = mine[i]->shape().dim(plan[i].axis);
-          payload.append(static_cast<const char*>(mine[i]->raw()), mine[i]->num_bytes());
+        // The ranks' entry counts along the axis first, then their bytes straight into the
+        // output (axis 0: rank order is the output's order) or into one buffer to interleave.
+        const int64_t count = mine[i] ? mine[i]->shape().dim(plan[i].axis) : 0;
+        std::vector<std::string> counts =
+            comm.Gather(std::string(reinterpret_cast<const char*>(&count), 8), 0);
+        std::vector<int64_t> per_rank;
+        std::vector<size_t> sizes;
+        int64_t total = 0;
+        std::vector<int64_t> dims = m.shape.dims();
+        const size_t a = static_cast<size_t>(plan[i].axis);
+        const size_t slab =
+            static_cast<size_t>(Product(dims, 0, a) * Product(dims, a + 1, dims.size())) *
+            DTypeSize(m.dtype);  // bytes per entry along the axis
+        for (const std::string& c : counts) {
+          int64_t v = 0;
+          std::memcpy(&v, c.data(), 8);
+          per_rank.push_back(v);
+          sizes.push_back(static_cast<size_t>(v) * slab);
+          total += v;
         }
-        std::memcpy(payload.data(), &count, 8);
-        std::vector<std::string> parts = comm.Gather(payload, 0);
-        if (rank != 0) break;
+        const void* data = mine[i] ? mine[i]->raw() : nullptr;
+        const size_t bytes = mine[i] ? mine[i]->num_bytes() : 0;
+        if (rank != 0) {
+          comm.GatherInto(data, bytes, nullptr, sizes, 0);
+          break;
+        }
+        dims[a] = total;
+        Tensor whole = Tensor::Uninitialized(m.dtype, Shape(dims));
+        if (a == 0) {
+          comm.GatherInto(data, bytes, whole.raw(), sizes, 0);
+          r.outputs[i] = std::move(whole);
+          break;
+        }
+        Tensor buffer = Tensor::Uninitialized(m.dtype, Shape(dims));
+        comm.GatherInto(data, bytes, buffer.raw(), sizes, 0);
         std::vector<Tensor> pieces;
-        for (const std::string& part : parts) {
-          int64_t c = 0;
-          std::memcpy(&c, part.data(), 8);
-          if (c == 0) continue;
-          std::vector<int64_t> dims = m.shape.dims();
-          dims[static_cast<size_t>(plan[i].axis)] = c;
-          pieces.push_back(FromBytes(m.dtype, Shape(dims), part.data() + 8));
+        size_t offset = 0;
+        for (int64_t v : per_rank) {
+          if (v == 0) continue;
+          dims[a] = v;
+          pieces.push_back(
+              FromBytes(m.dtype, Shape(dims), static_cast<const char*>(buffer.raw()) + offset));
+          offset += pieces.back().num_bytes();
         }
         Expected<Tensor> joined = ConcatAxis(pieces, plan[i].axis);
         if (!joined.ok()) {

@@ -36,6 +36,10 @@ class Communicator {
   virtual void Broadcast(std::string* bytes, int root) = 0;
   /// Every process's bytes in rank order, on `root` (empty elsewhere).
   virtual std::vector<std::string> Gather(const std::string& bytes, int root) = 0;
+  /// Every process's `bytes` bytes at `data`, in rank order, into `dest` on `root`, which
+  /// passes each rank's byte count in `sizes` (ignored elsewhere): no copy in between.
+  virtual void GatherInto(const void* data, size_t bytes, void* dest,
+                          const std::vector<size_t>& sizes, int root) = 0;
   /// The element-wise sum over the processes, in place on every process: `count` elements of
   /// float32, float64, int32 or int64.
   virtual void AllreduceSum(void* data, int64_t count, DType dtype) = 0;

@@ -1,5 +1,6 @@
 // The single-process Communicator, and the MPI entry points of a build without MPI.
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/shard/communicator.h"
 
@@ -14,6 +15,10 @@ class SingleProcess final : public Communicator {
   std::pair<uint64_t, uint64_t> MinMax(uint64_t value) override { return {value, value}; }
   void Broadcast(std::string*, int) override {}
   std::vector<std::string> Gather(const std::string& bytes, int) override { return {bytes}; }
+  void GatherInto(const void* data, size_t bytes, void* dest, const std::vector<size_t>&,
+                  int) override {
+    if (bytes) std::memcpy(dest, data, bytes);
+  }
   void AllreduceSum(void*, int64_t, DType) override {}
   size_t max_message_bytes() const override { return SIZE_MAX; }
 };

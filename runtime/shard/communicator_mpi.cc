@@ -85,6 +85,22 @@ class MpiCommunicator final : public Communicator {
     return parts;
   }
 
+  void GatherInto(const void* data, size_t bytes, void* dest, const std::vector<size_t>& sizes,
+                  int root) override {
+    std::vector<int> counts, displs;
+    if (rank_ == root) {
+      int64_t total = 0;
+      for (size_t s : sizes) {
+        displs.push_back(static_cast<int>(total));
+        counts.push_back(static_cast<int>(s));
+        total += static_cast<int64_t>(s);
+      }
+      BF_CHECK(total <= INT_MAX, "GatherInto: more than 2 GiB in all");
+    }
+    MPI_Gatherv(data, static_cast<int>(bytes), MPI_BYTE, dest, counts.data(), displs.data(),
+                MPI_BYTE, root, MPI_COMM_WORLD);
+  }
+
   void AllreduceSum(void* data, int64_t count, DType dtype) override {
     const MPI_Datatype type = MpiType(dtype);
     auto* p = static_cast<char*>(data);

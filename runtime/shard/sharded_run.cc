@@ -1,5 +1,6 @@
 #include "runtime/shard/sharded_run.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
@@ -141,6 +142,32 @@ Expected<ShardPlan> PlanShards(const RunArgs& a, int rank, int size, Graph* grap
   return plan;
 }
 
+// BLOCKFLOW_SHARD_TIMING=1: rank 0 reports each phase's time, the slowest rank's (docs/mpi.md).
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(Communicator& comm)
+      : comm_(comm), on_(std::getenv("BLOCKFLOW_SHARD_TIMING")) {}
+  /// Collective when on: ends the current phase, named `name`.
+  void Lap(const char* name) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count();
+    const uint64_t slowest = comm_.MinMax(static_cast<uint64_t>(us)).second;
+    report_ += std::string(report_.empty() ? "" : ", ") + name + " " +
+               std::to_string(static_cast<double>(slowest) / 1000.0) + " ms";
+    start_ = std::chrono::steady_clock::now();
+  }
+  void Print(std::ostream& err) const {
+    if (on_ && comm_.rank() == 0) err << "timing (slowest rank): " << report_ << "\n";
+  }
+
+ private:
+  Communicator& comm_;
+  const bool on_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::string report_;
+};
+
 uint64_t Fingerprint(const std::string& text) {
   // FNV-1a: the same on every process (std::hash need not be).
   uint64_t h = 1469598103934665603ull;
@@ -162,6 +189,7 @@ int RunSharded(const RunArgs& a, Communicator& comm, std::ostream& out, std::ost
   const int rank = comm.rank();
   Steps step(comm, err);
   std::ostream& problems = step.problems();
+  PhaseTimer timer(comm);
 
   // 1. The graph, this process's share of the split feeds, and how each fetch is combined.
   std::optional<Prepared> p;
@@ -225,6 +253,8 @@ int RunSharded(const RunArgs& a, Communicator& comm, std::ostream& out, std::ost
     return kExitFailure;
   }
 
+  timer.Lap("prepare");
+
   // 2. The run, on this process's share (none past the end of a batch smaller than P).
   std::vector<std::vector<Tensor>> local(p->fetches.size());
   if (shards.share.count > 0) {
@@ -255,6 +285,7 @@ int RunSharded(const RunArgs& a, Communicator& comm, std::ostream& out, std::ost
     }
   }
   if (!step.Agree()) return kExitFailure;
+  timer.Lap("run");
 
   // 3. Combine over the processes.
   CombineResult combined =
@@ -267,6 +298,8 @@ int RunSharded(const RunArgs& a, Communicator& comm, std::ostream& out, std::ost
     }
     return kExitFailure;
   }
+
+  timer.Lap("combine");
 
   // 4. Rank 0 prints and writes, all files or none.
   if (rank == 0) {
@@ -283,6 +316,8 @@ int RunSharded(const RunArgs& a, Communicator& comm, std::ostream& out, std::ost
     }
   }
   if (!step.Agree()) return kExitFailure;
+  timer.Lap("write");
+  timer.Print(err);
   if (rank == 0 && !a.out_dir.empty()) {
     err << "wrote " << files.size() << " file" << (files.size() == 1 ? "" : "s") << " to "
         << a.out_dir << " (" << comm.size() << " process" << (comm.size() == 1 ? "" : "es")
