@@ -331,6 +331,19 @@ CombineResult CombineOutputs(Communicator& comm, const std::vector<Combine>& pla
           sizes.push_back(static_cast<size_t>(v) * slab);
           total += v;
         }
+        // MPI counts and offsets are ints: rank 0 refuses more than that before data moves.
+        size_t total_bytes = 0;
+        for (size_t b : sizes) total_bytes += b;
+        const bool too_big = rank == 0 && total_bytes > comm.max_message_bytes();
+        if (comm.LowestFailure(too_big) >= 0) {
+          r.failed_rank = 0;
+          if (rank == 0) {
+            r.status = InvalidArgument("fetch " + fetches[i] + ": gathering " +
+                                       std::to_string(total_bytes) +
+                                       " bytes to rank 0 is more than one message can hold");
+          }
+          return r;
+        }
         const void* data = mine[i] ? mine[i]->raw() : nullptr;
         const size_t bytes = mine[i] ? mine[i]->num_bytes() : 0;
         if (rank != 0) {
