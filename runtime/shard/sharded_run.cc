@@ -145,8 +145,13 @@ Expected<ShardPlan> PlanShards(const RunArgs& a, int rank, int size, Graph* grap
 // BLOCKFLOW_SHARD_TIMING=1: rank 0 reports each phase's time, the slowest rank's (docs/mpi.md).
 class PhaseTimer {
  public:
-  explicit PhaseTimer(Communicator& comm)
-      : comm_(comm), on_(std::getenv("BLOCKFLOW_SHARD_TIMING")) {}
+  // Rank 0's environment decides for all: a launcher may not pass it to every node, and a
+  // timer on some ranks only would wait for the others forever.
+  explicit PhaseTimer(Communicator& comm) : comm_(comm) {
+    std::string flag = std::getenv("BLOCKFLOW_SHARD_TIMING") ? "1" : "";
+    comm_.Broadcast(&flag, 0);
+    on_ = !flag.empty();
+  }
   /// Collective when on: ends the current phase, named `name`.
   void Lap(const char* name) {
     if (!on_) return;
@@ -163,7 +168,7 @@ class PhaseTimer {
 
  private:
   Communicator& comm_;
-  const bool on_;
+  bool on_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::string report_;
 };
@@ -223,6 +228,7 @@ int RunSharded(const RunArgs& a, Communicator& comm, std::ostream& out, std::ost
       return step.Fail();
     }
     plan = std::move(combine).value();
+    shards.fingerprint += a.deterministic ? "deterministic;" : "";
     for (size_t i = 0; i < plan.size(); ++i) {
       shards.fingerprint += p->fetches[i] + "=" + std::string(CombineRuleName(plan[i].rule)) +
                             std::to_string(plan[i].axis) + ";";
