@@ -31,11 +31,15 @@ std::vector<bool> NeededNodes(const Graph& graph, const std::vector<std::string>
 }
 
 // Reads one Placeholder's feed and checks it against the Placeholder's inferred output.
-Expected<Tensor> ReadFeed(const Node& node, const NodeInfo& info, const std::string& file) {
+Expected<Tensor> ReadFeed(const Node& node, const NodeInfo& info, const std::string& file,
+                          const FeedSlice* slice) {
   const std::string who = "node '" + node.id + "' (" + node.op + "): ";
   if (info.outputs.empty()) return InvalidArgument(who + "has no inferred output to feed");
   const PortInfo& want = info.outputs[0];
-  Expected<Tensor> t = ReadNpy(file, want.dtype);  // fails on another dtype, naming both
+  // Either fails on another dtype, naming both.
+  Expected<Tensor> t = slice
+                           ? ReadNpySlice(file, slice->axis, slice->begin, slice->count, want.dtype)
+                           : ReadNpy(file, want.dtype);
   if (!t.ok()) return t.status().WithPrefix(who + "feed: ");
   if (t->shape().rank() != want.shape.rank() || !want.shape.IsCompatibleWith(t->shape())) {
     return InvalidArgument(who + "fed shape " + t->shape().ToString() + " from '" + file +
@@ -90,7 +94,9 @@ Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph, const Grap
       errors.push_back("node '" + node.id + "' (Placeholder): the analysis does not cover it");
       continue;
     }
-    Expected<Tensor> t = ReadFeed(node, analysis.nodes[i], file);
+    auto slice = sources.slices.find(node.id);
+    Expected<Tensor> t = ReadFeed(node, analysis.nodes[i], file,
+                                  slice == sources.slices.end() ? nullptr : &slice->second);
     if (!t.ok()) {
       errors.push_back(t.status().message());
       continue;

@@ -26,12 +26,22 @@ struct FeedFile {
   std::string file;
 };
 
+/// Part of a Placeholder's file: `count` entries from `begin` along `axis` (a process's share
+/// of a batch under `blockflow run --shard`), read with ReadNpySlice.
+struct FeedSlice {
+  int axis = 0;
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+
 /// Where LoadFeeds looks for each Placeholder's value.
 struct FeedSources {
   /// Files named explicitly (a command line's `--feed ID=FILE.npy`); they come first.
   std::vector<FeedFile> files;
   /// A Placeholder not in `files` reads its `ui.feed` file (relative to the graph's folder).
   bool use_ui_feed = false;
+  /// Placeholder id → the part of its file to read; the others read the whole file.
+  std::map<std::string, FeedSlice> slices;
   /// What a needed Placeholder without a value is told, after "node 'ID' (Placeholder): "; by
   /// default "needs a value: it is needed by the fetched outputs but was not fed".
   std::function<std::string(const Graph&, const Node&)> missing_message;

@@ -305,6 +305,72 @@ Expected<Tensor> ReadNpy(const std::string& path, DType expected_dtype) {
   return t;
 }
 
+Expected<Tensor> ReadNpySlice(const std::string& path, int axis, int64_t begin, int64_t count,
+                              DType expected_dtype) {
+  ASSIGN_OR_RETURN(NpyFile f, NpyFile::Open(path, expected_dtype));
+  const NpyHeader& h = f.header();
+  const std::vector<int64_t>& dims = h.shape.dims();
+  const int rank = h.shape.rank();
+  if (axis < 0 || axis >= rank) {
+    return InvalidArgument(path + ": cannot slice axis " + std::to_string(axis) + " of shape " +
+                           h.shape.ToString());
+  }
+  const int64_t extent = dims[static_cast<size_t>(axis)];
+  if (begin < 0 || count < 0 || begin + count > extent) {
+    return InvalidArgument(path + ": entries [" + std::to_string(begin) + ", " +
+                           std::to_string(begin + count) + ") along axis " + std::to_string(axis) +
+                           " are outside its " + std::to_string(extent));
+  }
+  if (h.fortran_order && rank >= 2) {
+    return InvalidArgument(path +
+                           ": a Fortran-order file cannot be read in slices; save it in C order "
+                           "(numpy.ascontiguousarray)");
+  }
+  std::vector<int64_t> out_dims = dims;
+  out_dims[static_cast<size_t>(axis)] = count;
+  const Shape out_shape(out_dims);
+  RETURN_IF_ERROR(CheckAllocatable(h.dtype, out_shape));
+  Tensor t = Tensor::Uninitialized(h.dtype, out_shape);  // every byte is read into it
+  int64_t outer = 1, inner = static_cast<int64_t>(DTypeSize(h.dtype));
+  for (int d = 0; d < axis; ++d) outer *= dims[static_cast<size_t>(d)];
+  for (int d = axis + 1; d < rank; ++d) inner *= dims[static_cast<size_t>(d)];
+  const size_t piece = static_cast<size_t>(count * inner);  // bytes per outer index
+  const size_t row = static_cast<size_t>(extent * inner);   // the whole axis, per outer index
+  char* dst = static_cast<char*>(t.raw());
+  const off_t data = static_cast<off_t>(h.data_start);
+  if (piece > 0) {
+    constexpr size_t kSmallPiece = size_t{64} << 10, kBlock = size_t{4} << 20;
+    if (outer == 1 || piece >= kSmallPiece || row > kBlock) {
+      for (int64_t o = 0; o < outer; ++o) {
+        RETURN_IF_ERROR(PreadAll(f.fd(), dst + static_cast<size_t>(o) * piece, piece,
+                                 data + static_cast<off_t>(static_cast<size_t>(o) * row +
+                                                           static_cast<size_t>(begin * inner)),
+                                 path));
+      }
+    } else {
+      // Small pieces: read whole rows a block at a time and copy the slice out of each.
+      const int64_t rows_per_block = static_cast<int64_t>(kBlock / row);
+      std::string buffer(static_cast<size_t>(rows_per_block) * row, '\0');
+      for (int64_t o = 0; o < outer; o += rows_per_block) {
+        const int64_t n = std::min(rows_per_block, outer - o);
+        RETURN_IF_ERROR(PreadAll(f.fd(), buffer.data(), static_cast<size_t>(n) * row,
+                                 data + static_cast<off_t>(static_cast<size_t>(o) * row), path));
+        for (int64_t k = 0; k < n; ++k) {
+          std::memcpy(
+              dst + static_cast<size_t>(o + k) * piece,
+              buffer.data() + static_cast<size_t>(k) * row + static_cast<size_t>(begin * inner),
+              piece);
+        }
+      }
+    }
+  }
+  if (h.dtype == DType::kBool) {
+    auto* p = static_cast<unsigned char*>(t.raw());
+    for (size_t i = 0; i < t.num_bytes(); ++i) p[i] = p[i] != 0;
+  }
+  return t;
+}
+
 std::string SerializeNpy(const Tensor& tensor) {
   std::string shape = "(";
   for (int i = 0; i < tensor.shape().rank(); ++i) {

@@ -20,6 +20,12 @@ Expected<Tensor> ReadNpy(const std::string& path, DType expected_dtype = DType::
 /// size. Cheap for large files (shape inference uses it).
 Expected<std::pair<DType, Shape>> ReadNpyInfo(const std::string& path,
                                               DType expected_dtype = DType::kInvalid);
+/// Reads `count` entries from `begin` along `axis` of a .npy file, and no more of it than that:
+/// the header, then the slice's bytes (one read along axis 0; for another axis, one piece per
+/// index of the axes before it, or blocks of them when the pieces are small). C order only;
+/// errors name the file and the range.
+Expected<Tensor> ReadNpySlice(const std::string& path, int axis, int64_t begin, int64_t count,
+                              DType expected_dtype = DType::kInvalid);
 /// Parses .npy bytes; `origin` names the source in error messages.
 Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
                           DType expected_dtype = DType::kInvalid);

@@ -149,7 +149,11 @@ OpSchema& OpSchema::InputList(std::string name, std::vector<DType> dtypes, std::
 }
 
 OpSchema& OpSchema::Output(std::string name, std::vector<DType> dtypes, std::string doc) {
-  outputs_.push_back(OutputDef{std::move(name), std::move(dtypes), std::move(doc)});
+  OutputDef def;
+  def.name = std::move(name);
+  def.dtypes = std::move(dtypes);
+  def.doc = std::move(doc);
+  outputs_.push_back(std::move(def));
   last_added_ = Added::kOutput;
   return *this;
 }
@@ -236,6 +240,12 @@ OpSchema& OpSchema::Layout(LayoutRole role) {
 OpSchema& OpSchema::FedFrom(blockflow::FileKind kind) {
   BF_CHECK(last_added_ == Added::kOutput, name_ + ": FedFrom() must follow an output");
   outputs_.back().feed_file = kind;
+  return *this;
+}
+
+OpSchema& OpSchema::Batch(BatchRule rule) {
+  BF_CHECK(last_added_ == Added::kOutput, name_ + ": Batch() must follow an output");
+  outputs_.back().batch = std::move(rule);
   return *this;
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/batch.h"
 #include "core/dtype.h"
 #include "core/shape.h"
 #include "core/status.h"
@@ -63,6 +64,8 @@ struct OutputDef {
   LayoutRole layout = LayoutRole::kNone;
   /// Not kNone: the tensor is fed when the graph runs, and a file of this kind can hold it.
   FileKind feed_file = FileKind::kNone;
+  /// How the output depends on a batch split over processes (`blockflow run --shard`).
+  BatchRule batch;
 };
 
 /// An attribute that only means something while attribute `attr` has the value `value`.
@@ -262,6 +265,9 @@ class OpSchema {
   OpSchema& Layout(LayoutRole role);
   /// The last output added is fed at run time; a file of `kind` can hold the fed tensor.
   OpSchema& FedFrom(blockflow::FileKind kind);
+  /// How the last output added depends on a batch split over processes (core/batch.h); an
+  /// output without one is batch-free when its inputs are, undecided otherwise.
+  OpSchema& Batch(BatchRule rule);
   /// Input ports (and the outputs' dtype) that must share one dtype, TensorFlow's `T`.
   OpSchema& SameDType(std::vector<std::string> ports) {
     same_dtype_ = std::move(ports);

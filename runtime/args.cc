@@ -118,12 +118,46 @@ Expected<int> ParseIntFlag(const std::string& flag, const std::string& text, int
   return InvalidArgument(flag + " '" + text + "': expected an integer >= " + std::to_string(min));
 }
 
+Expected<ShardFlag> ParseShardFlag(const std::string& text) {
+  ShardFlag s;
+  s.id = text;
+  const size_t colon = text.rfind(':');
+  if (colon != std::string::npos) {
+    s.id = text.substr(0, colon);
+    Expected<int> axis = ParseIntFlag("--shard " + text + ": AXIS", text.substr(colon + 1), 0);
+    if (!axis.ok()) return axis.status();
+    s.axis = *axis;
+  }
+  if (s.id.empty() || !IsValidNodeId(s.id)) {
+    return InvalidArgument("--shard '" + text + "': expected NAME or NAME:AXIS");
+  }
+  return s;
+}
+
+Expected<CombineFlag> ParseCombineFlag(const std::string& text) {
+  const size_t eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || !Endpoint::Parse(text.substr(0, eq))) {
+    return InvalidArgument("--combine '" + text + "': expected NAME=gather|sum|first");
+  }
+  CombineFlag c{text.substr(0, eq), text.substr(eq + 1)};
+  if (c.rule != "gather" && c.rule != "sum" && c.rule != "first") {
+    return InvalidArgument("--combine '" + text +
+                           "': the rule must be gather, sum or first, not '" + c.rule + "'");
+  }
+  return c;
+}
+
 Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args) {
   RunArgs r;
-  ASSIGN_OR_RETURN(
-      ParsedArgs p,
-      ParseGraphArgs(
-          args, {{"--fetch", true, true}, {"--out", true}, {"--trace", true}, {"--profile"}}, &r));
+  ASSIGN_OR_RETURN(ParsedArgs p, ParseGraphArgs(args,
+                                                {{"--fetch", true, true},
+                                                 {"--out", true},
+                                                 {"--trace", true},
+                                                 {"--profile"},
+                                                 {"--shard", true, true},
+                                                 {"--combine", true, true},
+                                                 {"--deterministic"}},
+                                                &r));
   if (p.help) return r;
   for (const std::string& f : p.All("--fetch")) {
     if (!Endpoint::Parse(f)) return InvalidArgument("--fetch '" + f + "': expected ID or ID:K");
@@ -138,6 +172,27 @@ Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args) {
     r.trace = *t;
   }
   r.profile = p.Has("--profile");
+  for (const std::string& s : p.All("--shard")) {
+    ASSIGN_OR_RETURN(ShardFlag shard, ParseShardFlag(s));
+    for (const ShardFlag& other : r.shards) {
+      if (other.id == shard.id)
+        return InvalidArgument("--shard " + s + ": '" + shard.id + "' is split twice");
+    }
+    r.shards.push_back(std::move(shard));
+  }
+  for (const std::string& c : p.All("--combine")) {
+    ASSIGN_OR_RETURN(CombineFlag combine, ParseCombineFlag(c));
+    r.combine.push_back(std::move(combine));
+  }
+  r.deterministic = p.Has("--deterministic");
+  if (r.shards.empty() && (!r.combine.empty() || r.deterministic)) {
+    return InvalidArgument(std::string(r.deterministic ? "--deterministic" : "--combine") +
+                           " only applies with --shard");
+  }
+  if (!r.shards.empty() && (r.profile || !r.trace.empty())) {
+    return InvalidArgument(std::string(r.profile ? "--profile" : "--trace") +
+                           " is not available with --shard");
+  }
   return r;
 }
 

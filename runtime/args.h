@@ -55,13 +55,31 @@ struct GraphArgs {
   bool reference = false;
 };
 
+/// `--shard NAME[:AXIS]`: Placeholder NAME's batch is split along AXIS over the processes.
+struct ShardFlag {
+  std::string id;
+  int axis = 0;
+};
+/// `--combine NAME=gather|sum|first`: how a fetched output is combined over the processes.
+struct CombineFlag {
+  std::string fetch;  // "id" or "id:K"
+  std::string rule;   // "gather", "sum" or "first"
+};
+
 /// What `blockflow run` was asked to do.
 struct RunArgs : GraphArgs {
   std::vector<std::string> fetches;  // "id" or "id:K"
   std::string out_dir;
   std::string trace;  // Chrome trace file ("": none)
   bool profile = false;
+  std::vector<ShardFlag> shards;     // empty: one process, as always
+  std::vector<CombineFlag> combine;  // only with shards
+  bool deterministic = false;        // only with shards
 };
+/// `NAME[:AXIS]` → {NAME, AXIS (default 0)}; a usage error otherwise.
+Expected<ShardFlag> ParseShardFlag(const std::string& text);
+/// `NAME=gather|sum|first` → {NAME, rule}; a usage error otherwise.
+Expected<CombineFlag> ParseCombineFlag(const std::string& text);
 /// Parses `run`'s arguments (after "run"); usage errors name the flag and what is wrong.
 Expected<RunArgs> ParseRunArgs(const std::vector<std::string>& args);
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 
 #include "core/session.h"
 #include "core/timing_observer.h"
@@ -13,36 +14,13 @@
 #include "runtime/output_files.h"
 #include "runtime/prepare.h"
 #include "runtime/progress.h"
+#include "runtime/shard/communicator.h"
+#include "runtime/shard/sharded_run.h"
 #include "runtime/table.h"
 #include "runtime/usage.h"
 
 namespace blockflow::cli {
 namespace {
-
-// The table of fetched tensors: node, port, dtype, shape, min, max, mean.
-void PrintOutputs(const std::vector<std::string>& fetches, const std::vector<Tensor>& outputs,
-                  std::ostream& out) {
-  Table table({"node", "port", "dtype", "shape", "min", "max", "mean"},
-              {false, true, false, false, true, true, true});
-  for (size_t i = 0; i < fetches.size(); ++i) {
-    const Endpoint ep = *Endpoint::Parse(fetches[i]);
-    const Tensor& t = outputs[i];
-    const TensorStats st = t.Stats();
-    std::vector<std::string> row = {ep.node, std::to_string(ep.index),
-                                    std::string(DTypeName(t.dtype())), t.shape().ToString()};
-    if (st.count == st.nan_count + st.inf_count) {
-      row.insert(row.end(), {"-", "-", "-"});
-    } else {
-      row.insert(row.end(), {FormatNumber(st.min), FormatNumber(st.max), FormatNumber(st.mean)});
-    }
-    if (st.nan_count || st.inf_count) {
-      row.back() +=
-          "  (" + std::to_string(st.nan_count) + " NaN, " + std::to_string(st.inf_count) + " Inf)";
-    }
-    table.Add(std::move(row));
-  }
-  table.Print(out);
-}
 
 // --profile: every block that ran a kernel, with its time, share and peak memory.
 void PrintProfile(const Prepared& p, const TimingObserver& timing, double wall_ms,
@@ -76,8 +54,21 @@ void PrintProfile(const Prepared& p, const TimingObserver& timing, double wall_m
 
 int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Expected<RunArgs> parsed = ParseRunArgs(args);
-  if (auto rc = HelpOrUsageError("run", parsed, out, err)) return *rc;
+  // Under an MPI launcher every process parses the same command line: one prints.
+  std::ostringstream quiet;
+  const bool silent = IsNonZeroLaunchRank();
+  if (auto rc = HelpOrUsageError("run", parsed, silent ? quiet : out, silent ? quiet : err)) {
+    return *rc;
+  }
   const RunArgs& a = *parsed;
+  if (!a.shards.empty()) {
+    Expected<std::unique_ptr<Communicator>> comm = MakeMpiCommunicator();
+    if (!comm.ok()) {
+      PrintError(silent ? quiet : err, a.graph, comm.status().message());
+      return kExitUsage;
+    }
+    return RunSharded(a, **comm, out, err);
+  }
 
   // The cancel flag is not reset here: a Ctrl-C while the graph and feeds load counts.
   std::optional<Prepared> p = Prepare(a.graph, a.feeds, a.fetches, err);
@@ -130,7 +121,7 @@ int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ost
                    std::to_string(p->fetches.size()) + " fetches");
     return kExitFailure;
   }
-  PrintOutputs(p->fetches, outputs, out);
+  PrintFetchedOutputs(p->fetches, outputs, out);
   if (a.profile) PrintProfile(*p, timing, wall_ms, out);
   if (!a.out_dir.empty()) {
     Status w = WriteOutputs(p->graph, p->fetches, files, outputs, CancelFlag());

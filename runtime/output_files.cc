@@ -8,6 +8,7 @@
 
 #include "core/npy.h"
 #include "core/text.h"
+#include "runtime/table.h"
 
 namespace blockflow::cli {
 namespace {
@@ -134,6 +135,31 @@ Status CheckOutputFile(const std::string& flag, const std::string& path) {
     return InvalidArgument(flag + " " + path + ": '" + blocker + "' exists and is not a folder");
   }
   return Status::OK();
+}
+
+// The table of fetched tensors: node, port, dtype, shape, min, max, mean.
+void PrintFetchedOutputs(const std::vector<std::string>& fetches,
+                         const std::vector<Tensor>& outputs, std::ostream& out) {
+  Table table({"node", "port", "dtype", "shape", "min", "max", "mean"},
+              {false, true, false, false, true, true, true});
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    const Endpoint ep = *Endpoint::Parse(fetches[i]);
+    const Tensor& t = outputs[i];
+    const TensorStats st = t.Stats();
+    std::vector<std::string> row = {ep.node, std::to_string(ep.index),
+                                    std::string(DTypeName(t.dtype())), t.shape().ToString()};
+    if (st.count == st.nan_count + st.inf_count) {
+      row.insert(row.end(), {"-", "-", "-"});
+    } else {
+      row.insert(row.end(), {FormatNumber(st.min), FormatNumber(st.max), FormatNumber(st.mean)});
+    }
+    if (st.nan_count || st.inf_count) {
+      row.back() +=
+          "  (" + std::to_string(st.nan_count) + " NaN, " + std::to_string(st.inf_count) + " Inf)";
+    }
+    table.Add(std::move(row));
+  }
+  table.Print(out);
 }
 
 }  // namespace blockflow::cli

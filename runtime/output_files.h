@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ Expected<std::vector<PlannedFile>> PlanOutputs(const Graph& graph,
 Status WriteOutputs(const Graph& graph, const std::vector<std::string>& fetches,
                     const std::vector<PlannedFile>& files, const std::vector<Tensor>& outputs,
                     const std::atomic<bool>& cancel);
+
+/// Prints the table of fetched tensors: node, port, dtype, shape, min, max, mean.
+void PrintFetchedOutputs(const std::vector<std::string>& fetches,
+                         const std::vector<Tensor>& outputs, std::ostream& out);
 
 /// OK when the file `path`, given with `flag`, can be written: it is not a folder and no
 /// ancestor of it is a file. The error names the flag and the path in the way.

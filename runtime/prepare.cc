@@ -76,19 +76,28 @@ std::optional<Prepared> Prepare(const std::string& path,
     PrintError(err, path, g.status().message());
     return std::nullopt;
   }
-  Prepared p{std::move(g).value(), {}, fetches, {}};
-  const GraphAnalysis unfed = AnalyzeGraph(p.graph, OpRegistry::Global());
+  return Prepare(std::move(g).value(), path, feed_files, fetches, err);
+}
+
+std::optional<Prepared> Prepare(Graph graph, const std::string& path,
+                                const std::vector<std::pair<std::string, std::string>>& feed_files,
+                                const std::vector<std::string>& fetches, std::ostream& err,
+                                const PrepareOptions& options) {
+  Prepared p{std::move(graph), {}, fetches, {}, {}};
+  p.unfed = AnalyzeGraph(p.graph, OpRegistry::Global());
+  const GraphAnalysis& unfed = p.unfed;
   if (!ReportIssues(unfed, path, err)) return std::nullopt;
   if (p.fetches.empty()) p.fetches = SinkOutputs(p.graph, unfed);
   const bool fetches_ok = CheckFetches(p.graph, unfed, path, p.fetches, err);
   FeedSources sources;
   for (const auto& [id, file] : feed_files) sources.files.push_back({id, file});
   sources.missing_message = MissingFeedHint;
+  sources.slices = options.slices;
   Expected<std::map<std::string, Tensor>> feeds = LoadFeeds(p.graph, unfed, p.fetches, sources);
   if (!feeds.ok()) PrintError(err, path, feeds.status().message());
   if (!fetches_ok || !feeds.ok()) return std::nullopt;
   p.feeds = std::move(feeds).value();
-  if (p.feeds.empty()) {
+  if (p.feeds.empty() || !options.analyse_fed) {
     p.analysis = unfed;
     return p;
   }

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/feeds.h"
 #include "core/graph.h"
 #include "core/session.h"
 #include "core/tensor.h"
@@ -27,6 +28,16 @@ struct Prepared {
   std::map<std::string, Tensor> feeds;  // the Placeholders the fetches need
   std::vector<std::string> fetches;     // "id" or "id:K"
   GraphAnalysis analysis;               // with the fed shapes
+  GraphAnalysis unfed;                  // before the feeds were read
+};
+
+/// What a sharded run (`--shard`) changes in Prepare.
+struct PrepareOptions {
+  /// Placeholder id → the part of its --feed file to read.
+  std::map<std::string, FeedSlice> slices;
+  /// False: skip the analysis with the fed shapes (a process with no share of the batch);
+  /// `analysis` is then the unfed one.
+  bool analyse_fed = true;
 };
 
 /// The run options `a` asks for: threads, reference kernels, cancellation by Ctrl-C.
@@ -40,5 +51,10 @@ bool RunsKernel(const Prepared& p, size_t index);
 std::optional<Prepared> Prepare(const std::string& path,
                                 const std::vector<std::pair<std::string, std::string>>& feed_files,
                                 const std::vector<std::string>& fetches, std::ostream& err);
+/// As above, for a graph already loaded from `path`.
+std::optional<Prepared> Prepare(Graph graph, const std::string& path,
+                                const std::vector<std::pair<std::string, std::string>>& feed_files,
+                                const std::vector<std::string>& fetches, std::ostream& err,
+                                const PrepareOptions& options = {});
 
 }  // namespace blockflow::cli

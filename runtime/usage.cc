@@ -17,7 +17,9 @@ const std::map<std::string, CommandHelp>& Helps() {
   static const std::map<std::string, CommandHelp> helps = {
       {"run",
        {"usage: blockflow run GRAPH.json [--feed ID=FILE.npy]... [--fetch ID[:K]]... [--out DIR]\n"
-        "                     [--threads N] [--profile] [--trace FILE.json] [--reference]\n",
+        "                     [--threads N] [--profile] [--trace FILE.json] [--reference]\n"
+        "       mpirun -n P blockflow run GRAPH.json --shard ID[:AXIS]... --feed ID=FILE.npy...\n"
+        "                     [--combine ID[:K]=gather|sum|first]... [--deterministic] [...]\n",
         "Runs the graph and prints each fetched tensor's dtype, shape, min, max and mean.\n"
         "  --feed ID=FILE.npy  value for Placeholder ID (dtype and shape must match it)\n"
         "  --fetch ID[:K]      output K (default 0) of node ID; default: every output that\n"
@@ -30,7 +32,23 @@ const std::map<std::string, CommandHelp>& Helps() {
         "  --trace FILE.json   write a Chrome trace of the run (chrome://tracing, Perfetto):\n"
         "                      one event per node, on the thread that ran it\n"
         "  --reference         use the reference kernels (the plain-loop definitions)\n"
-        "Ctrl-C stops the run cleanly (exit 130) and writes nothing.\n"}},
+        "Ctrl-C stops the run cleanly (exit 130) and writes nothing.\n"
+        "\n"
+        "Under MPI (a build with BLOCKFLOW_MPI=ON), one graph over a batch split over processes:\n"
+        "  --shard ID[:AXIS]   Placeholder ID's batch (axis 0, or AXIS) is split over the P\n"
+        "                      processes; each reads only its share of its --feed file\n"
+        "                      (uneven shares differ by one; ranks past a small batch get none)\n"
+        "  --combine ID[:K]=gather|sum|first\n"
+        "                      how fetch ID[:K] is combined, where the blocks' batch rules\n"
+        "                      cannot tell: join the shares in rank order, add them, or take\n"
+        "                      rank 0's; by default split outputs are gathered, sums over the\n"
+        "                      batch (filter gradients, Sum over the batch) all-reduced and\n"
+        "                      batch-free ones taken from rank 0\n"
+        "  --deterministic     one run per sample, sums added in sample order on rank 0: the\n"
+        "                      same bits for any P (slower; see docs/mpi.md)\n"
+        "Rank 0 prints and writes --out as one process would; a failure on any process is\n"
+        "reported once and fails them all, with nothing written. --profile and --trace are\n"
+        "not available with --shard.\n"}},
       {"validate",
        {"usage: blockflow validate GRAPH.json\n",
         "Infers every output's dtype and shape and prints them; lists every error (exit 1).\n"}},

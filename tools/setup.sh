@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
           qt6-base-dev libgl-dev fonts-dejavu-core libprotobuf-dev protobuf-compiler python3-numpy
           pybind11-dev python3-pybind11 python3-pytest python3-dev)
+packages+=(libopenmpi-dev openmpi-bin)  # `blockflow run --shard` (BLOCKFLOW_MPI)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -63,6 +63,41 @@ Expected<std::vector<int>> CheckPerm(const std::vector<int64_t>& perm, int rank)
   return p;
 }
 
+// A tensor split along axis 0 stays split along axis 0 when the new shape's first entry scales
+// with the batch: -1 (inferred), or the split batch size itself (a Shape of a split tensor).
+// Row-major order keeps each process's rows together then; any other reshape mixes them.
+BatchValue ReshapeBatch(const BatchContext& c) {
+  const BatchValue& in = c.batch[0];
+  const BatchValue& shape = c.batch[1];
+  if (in.kind == BatchKind::kUndecided) return in;
+  if (shape.kind == BatchKind::kUndecided) return shape;
+  if (in.kind == BatchKind::kFree && shape.kind == BatchKind::kFree) return in;
+  if (in.kind == BatchKind::kSums && shape.kind == BatchKind::kFree) return in;
+  if (in.kind == BatchKind::kCarries && in.axis == 0) {
+    if (shape.kind == BatchKind::kBatchShape && shape.axis == 0) return in;
+    if (shape.kind == BatchKind::kFree && c.inputs[1].value &&
+        c.inputs[1].value->num_elements() > 0 && c.inputs[1].value->ToInt64Vector()[0] == -1) {
+      return in;
+    }
+  }
+  return c.Undecided(
+      "reshapes a tensor that depends on the batch into a shape whose first entry " +
+      std::string("is not -1 (or the split batch size), which mixes processes' rows"));
+}
+
+// Output axis j is input axis perm[j]: the split axis moves to where perm names it.
+BatchValue TransposeBatch(const BatchContext& c) {
+  const BatchValue& in = c.batch[0];
+  if (c.batch[1].kind != BatchKind::kFree) return c.Undecided("input 'perm' depends on the batch");
+  if (in.kind != BatchKind::kCarries) return in;
+  if (!c.inputs[1].value) return c.Undecided("input 'perm' is not a known constant");
+  const std::vector<int64_t> perm = c.inputs[1].value->ToInt64Vector();
+  for (size_t j = 0; j < perm.size(); ++j) {
+    if (perm[j] == in.axis) return BatchValue::Carries(static_cast<int>(j));
+  }
+  return c.Undecided("input 'perm' does not name the split axis");
+}
+
 }  // namespace
 
 void RegisterArrayBlocks(OpRegistry& registry) {
@@ -71,6 +106,7 @@ void RegisterArrayBlocks(OpRegistry& registry) {
                         .Doc("Returns its input unchanged.")
                         .Input("input", AllDTypes(), "Any tensor.")
                         .Output("output", AllDTypes(), "The same tensor.")
+                        .Batch(BatchRule::Same("input"))
                         .SetShapeFn([](InferContext& c) {
                           c.SetOutput(0, c.input(0));
                           return Status::OK();
@@ -88,6 +124,7 @@ void RegisterArrayBlocks(OpRegistry& registry) {
           .Input("tensor", AllDTypes(), "The tensor to reshape.")
           .Input("shape", {DType::kInt32, DType::kInt64}, "1-D target shape.")
           .Output("output", AllDTypes(), "The reshaped tensor.")
+          .Batch(BatchRule::Fn(ReshapeBatch))
           .SetShapeFn([](InferContext& c) {
             const PortInfo& shape = c.input(1);
             if (!shape.value) {
@@ -121,6 +158,7 @@ void RegisterArrayBlocks(OpRegistry& registry) {
           .Input("x", AllDTypes(), "The tensor to transpose.")
           .Input("perm", {DType::kInt32, DType::kInt64}, "A permutation of 0..rank-1.")
           .Output("y", AllDTypes(), "The transposed tensor.")
+          .Batch(BatchRule::Fn(TransposeBatch))
           .SetShapeFn([](InferContext& c) {
             const Shape& in = c.input(0).shape;
             if (!c.input(1).value) {

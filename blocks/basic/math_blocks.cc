@@ -125,7 +125,7 @@ void BinaryKernel(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
   }
 }
 
-void RegisterBinary(OpRegistry& registry, const std::string& name, BinaryOp op,
+void RegisterBinary(OpRegistry& registry, const std::string& name, BinaryOp op, Linearity linearity,
                     const std::string& doc) {
   registry.Register(OpSchema(name)
                         .Category("Math")
@@ -133,6 +133,7 @@ void RegisterBinary(OpRegistry& registry, const std::string& name, BinaryOp op,
                         .Input("x", kNumeric, "First operand.")
                         .Input("y", kNumeric, "Second operand; broadcast against x.")
                         .Output("z", kNumeric, "The result, with the broadcast shape of x and y.")
+                        .Batch(BatchRule::Elementwise(linearity))
                         .SameDType({"x", "y"})
                         .SetShapeFn([](InferContext& c) {
                           ASSIGN_OR_RETURN(Shape s,
@@ -184,10 +185,32 @@ Shape ReducedShape(const Shape& in, const std::vector<bool>& reduced, bool keep_
 
 }  // namespace
 
+namespace {
+
+// Sum over the split axis adds the samples up; over other axes it keeps the split, moved left by
+// the reduced axes before it unless keep_dims; a sum of a sum over the batch is one too.
+BatchValue SumBatch(const BatchContext& c) {
+  const BatchValue& in = c.batch[0];
+  if (c.batch[1].kind != BatchKind::kFree) return c.Undecided("input 'axis' depends on the batch");
+  if (in.kind == BatchKind::kFree || in.kind == BatchKind::kSums ||
+      in.kind == BatchKind::kUndecided)
+    return in;
+  if (in.kind != BatchKind::kCarries) return c.Undecided("sums a shape that depends on the batch");
+  Expected<std::vector<bool>> reduced = ReducedAxes(c.inputs[1], c.inputs[0].shape.rank());
+  if (!reduced.ok()) return c.Undecided(reduced.status().message());
+  if ((*reduced)[static_cast<size_t>(in.axis)]) return BatchValue::Sums();
+  if (c.attrs.GetBool("keep_dims")) return in;
+  int axis = in.axis;
+  for (int d = 0; d < in.axis; ++d) axis -= (*reduced)[static_cast<size_t>(d)] ? 1 : 0;
+  return BatchValue::Carries(axis);
+}
+
+}  // namespace
+
 void RegisterMathBlocks(OpRegistry& registry) {
-  RegisterBinary(registry, "Add", BinaryOp::kAdd, "x + y, element-wise.");
-  RegisterBinary(registry, "Sub", BinaryOp::kSub, "x - y, element-wise.");
-  RegisterBinary(registry, "Mul", BinaryOp::kMul, "x * y, element-wise.");
+  RegisterBinary(registry, "Add", BinaryOp::kAdd, Linearity::kLinear, "x + y, element-wise.");
+  RegisterBinary(registry, "Sub", BinaryOp::kSub, Linearity::kLinear, "x - y, element-wise.");
+  RegisterBinary(registry, "Mul", BinaryOp::kMul, Linearity::kBilinear, "x * y, element-wise.");
 
   registry.Register(
       OpSchema("Sum")
@@ -198,6 +221,7 @@ void RegisterMathBlocks(OpRegistry& registry) {
           .Input("axis", {DType::kInt32, DType::kInt64},
                  "Dimensions to reduce; negative counts from the end.")
           .Output("output", kNumeric, "The reduced tensor.")
+          .Batch(BatchRule::Fn(SumBatch))
           .Attr("keep_dims", AttrType::kBool, false, "Keep reduced dimensions with size 1.")
           .SetShapeFn([](InferContext& c) {
             const Shape& in = c.input(0).shape;

@@ -299,6 +299,14 @@ void RegisterSourceBlocks(OpRegistry& registry) {
           .Input("dims", kIndex, "1-D output shape.")
           .Input("value", kNumeric, "0-D value to fill with.")
           .Output("output", kNumeric, "The filled tensor.")
+          .Batch(BatchRule::Fn([](const BatchContext& c) {
+            // Filled to the shape of a split tensor: split the same way.
+            const BatchValue& dims = c.batch[0];
+            if (c.batch[1].kind != BatchKind::kFree)
+              return c.Undecided("input 'value' depends on the batch");
+            if (dims.kind == BatchKind::kBatchShape) return BatchValue::Carries(dims.axis);
+            return dims.kind == BatchKind::kFree ? dims : c.Undecided("input 'dims' is data");
+          }))
           .SetShapeFn([](InferContext& c) {
             if (c.input(1).shape.rank() != 0) {
               return InvalidArgument("input 'value' must be a scalar, got shape " +
@@ -335,6 +343,13 @@ void RegisterSourceBlocks(OpRegistry& registry) {
                         .Doc("Zeros with the dtype and shape of `x`.")
                         .Input("x", AllDTypes(), "Any tensor.")
                         .Output("y", AllDTypes(), "Zeros shaped like x.")
+                        .Batch(BatchRule::Fn([](const BatchContext& c) {
+                          // Zeros are zeros on every process; only a split shape stays split.
+                          const BatchValue& x = c.batch[0];
+                          return x.kind == BatchKind::kCarries || x.kind == BatchKind::kUndecided
+                                     ? x
+                                     : BatchValue::Free();
+                        }))
                         .SetShapeFn([](InferContext& c) {
                           c.SetOutput(0, c.input(0).dtype, c.input(0).shape);
                           return Status::OK();

@@ -159,6 +159,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kFilter)
         .Output("output", kT, "4-D output [batch, out_height, out_width, out_channels] (or NCHW).")
         .Layout(LayoutRole::kActivation)
+        .Batch(BatchRule::Batched({"input"}, "filter", BatchRule::kKeepsBatch))
         .SameDType({"input", "filter"});
     RegisterConv(registry, std::move(s), /*depthwise=*/false, ForwardShape, ConvOp::kForward);
   }
@@ -176,6 +177,8 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kActivation)
         .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
         .Layout(LayoutRole::kActivation)
+        .Batch(
+            BatchRule::Batched({"out_backprop"}, "filter", BatchRule::kKeepsBatch, "input_sizes"))
         .SameDType({"filter", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropInputShape,
                  ConvOp::kBackpropInput);
@@ -193,6 +196,8 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kActivation)
         .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
         .Layout(LayoutRole::kFilter)
+        .Batch(BatchRule::Batched({"input", "out_backprop"}, "", BatchRule::kSumsBatch,
+                                  "filter_sizes"))
         .SameDType({"input", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropFilterShape,
                  ConvOp::kBackpropFilter);
@@ -209,6 +214,7 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kFilter)
         .Output("output", kT, "4-D output with in_channels * channel_multiplier channels.")
         .Layout(LayoutRole::kActivation)
+        .Batch(BatchRule::Batched({"input"}, "filter", BatchRule::kKeepsBatch))
         .SameDType({"input", "filter"});
     RegisterConv(registry, std::move(s), /*depthwise=*/true, ForwardShape, ConvOp::kForward);
   }
@@ -224,6 +230,8 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kActivation)
         .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
         .Layout(LayoutRole::kActivation)
+        .Batch(
+            BatchRule::Batched({"out_backprop"}, "filter", BatchRule::kKeepsBatch, "input_sizes"))
         .SameDType({"filter", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropInputShape,
                  ConvOp::kBackpropInput);
@@ -242,6 +250,8 @@ void RegisterConvBlocks(OpRegistry& registry) {
         .Layout(LayoutRole::kActivation)
         .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
         .Layout(LayoutRole::kFilter)
+        .Batch(BatchRule::Batched({"input", "out_backprop"}, "", BatchRule::kSumsBatch,
+                                  "filter_sizes"))
         .SameDType({"input", "out_backprop"});
     RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropFilterShape,
                  ConvOp::kBackpropFilter);

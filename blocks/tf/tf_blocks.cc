@@ -50,6 +50,7 @@ void RegisterTfSupportBlocks(OpRegistry& registry) {
           .Doc("The shape of `input` as a 1-D integer tensor (TensorFlow's Shape).")
           .Input("input", AllDTypes(), "Any tensor.")
           .Output("output", {DType::kInt32, DType::kInt64}, "Its dimensions, [rank].")
+          .Batch(BatchRule::ShapeOf("input"))
           .EnumAttr("out_type", {"int32", "int64"}, "int32", kOutTypeDoc)
           .SetShapeFn([](InferContext& c) -> Status {
             ASSIGN_OR_RETURN(PortInfo out, ShapeInfo(c.input(0), OutType(c.attrs()), "input"));
@@ -69,6 +70,11 @@ void RegisterTfSupportBlocks(OpRegistry& registry) {
           .Doc("The shapes of N tensors, one 1-D integer output each (TensorFlow's ShapeN).")
           .InputList("input", AllDTypes(), "N >= 1 tensors.")
           .Output("output", {DType::kInt32, DType::kInt64}, "Output i: the dimensions of input i.")
+          .Batch(BatchRule::Fn([](const BatchContext& c) {
+            const BatchValue& in = c.batch[static_cast<size_t>(c.output)];
+            if (in.kind == BatchKind::kCarries) return BatchValue::BatchShape(in.axis);
+            return in.kind == BatchKind::kUndecided ? in : BatchValue::Free();
+          }))
           .VariadicOutputs()
           .EnumAttr("out_type", {"int32", "int64"}, "int32", kOutTypeDoc)
           .SetShapeFn([](InferContext& c) -> Status {

@@ -140,5 +140,68 @@ TEST_F(NpyTest, AtomicWriteLeavesNoTempFilesAndMakesFolders) {
   EXPECT_FALSE(WriteNpy(Path("a/b/c.npy/d.npy"), Tensor::FromVector<int64_t>({1})).ok());
 }
 
+// The slice of `t` along `axis`, element by element: what ReadNpySlice must match.
+Tensor SliceByIndex(const Tensor& t, int axis, int64_t begin, int64_t count) {
+  std::vector<int64_t> dims = t.shape().dims();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= dims[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < dims.size(); ++d) inner *= dims[d];
+  const int64_t extent = dims[static_cast<size_t>(axis)];
+  dims[static_cast<size_t>(axis)] = count;
+  Tensor out(t.dtype(), Shape(dims));
+  int64_t k = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t a = begin; a < begin + count; ++a) {
+      for (int64_t i = 0; i < inner; ++i) {
+        out.SetFromDouble(k++, t.GetAsDouble((o * extent + a) * inner + i));
+      }
+    }
+  }
+  return out;
+}
+
+TEST_F(NpyTest, SlicesMatchTheWholeArrayByteForByte) {
+  // Small rows (read in blocks) and large ones (read piece by piece), every axis, uneven shares.
+  for (const Shape& shape : {Shape{7, 3, 5}, Shape{3, 2, 17000}, Shape{2, 3, 2, 9000}}) {
+    const bool large = shape.num_elements() > 1000;
+    for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kBFloat16}) {
+      if (large && dtype != DType::kFloat32) continue;
+      Tensor t(dtype, shape);
+      for (int64_t i = 0; i < t.num_elements(); ++i)
+        t.SetFromDouble(i, static_cast<double>(i % 251));
+      ASSERT_TRUE(WriteNpy(Path("a.npy"), t).ok());
+      for (int axis = 0; axis < shape.rank(); ++axis) {
+        const int64_t extent = shape.dim(axis);
+        for (int64_t parts : {1, 2, 3, 4}) {  // 4 > 3: some shares are empty
+          for (int64_t r = 0; r < parts; ++r) {
+            const int64_t begin = extent * r / parts, end = extent * (r + 1) / parts;
+            Expected<Tensor> s = ReadNpySlice(Path("a.npy"), axis, begin, end - begin, dtype);
+            ASSERT_TRUE(s.ok()) << s.status().message();
+            EXPECT_TRUE(s->BitwiseEquals(SliceByIndex(t, axis, begin, end - begin)))
+                << shape.ToString() << " " << DTypeName(dtype) << " axis " << axis << " [" << begin
+                << ", " << end << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(NpyTest, BadSlicesNameTheFileAndTheRange) {
+  ASSERT_TRUE(WriteNpy(Path("a.npy"), Tensor(DType::kFloat32, Shape{4, 3})).ok());
+  Expected<Tensor> s = ReadNpySlice(Path("a.npy"), 0, 3, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("a.npy: entries [3, 5) along axis 0 are outside its 4"),
+            std::string::npos)
+      << s.status().message();
+  s = ReadNpySlice(Path("a.npy"), 2, 0, 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("cannot slice axis 2 of shape [4,3]"), std::string::npos);
+  s = ReadNpySlice(Path("a.npy"), 0, 0, 1, DType::kFloat64);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("expected float64"), std::string::npos);
+  EXPECT_FALSE(ReadNpySlice(Path("missing.npy"), 0, 0, 1).ok());
+}
+
 }  // namespace
 }  // namespace blockflow
