@@ -53,6 +53,9 @@ std::unique_ptr<Communicator> MakeSingleProcessCommunicator();
 /// True when this build has MPI (BLOCKFLOW_MPI=ON with Open MPI found).
 bool HaveMpi();
 
+/// The error `--shard` gives in a build without MPI: what to install and how to rebuild.
+Status MissingMpiError();
+
 /// Initialises MPI (once per process) and returns MPI_COMM_WORLD's communicator; MPI is
 /// finalised when it is destroyed. An error without MPI in this build.
 Expected<std::unique_ptr<Communicator>> MakeMpiCommunicator();

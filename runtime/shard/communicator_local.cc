@@ -29,16 +29,18 @@ std::unique_ptr<Communicator> MakeSingleProcessCommunicator() {
   return std::make_unique<SingleProcess>();
 }
 
-#ifndef BLOCKFLOW_HAVE_MPI
-bool HaveMpi() { return false; }
-
-Expected<std::unique_ptr<Communicator>> MakeMpiCommunicator() {
+Status MissingMpiError() {
   return InvalidArgument(
       "--shard needs MPI, and this blockflow was built without it: install Open MPI "
       "(Debian: apt-get install libopenmpi-dev openmpi-bin), then rebuild with "
       "`cmake -B build -DBLOCKFLOW_MPI=ON && cmake --build build`, and run under "
       "`mpirun -n P build/bin/blockflow run ... --shard NAME`");
 }
+
+#ifndef BLOCKFLOW_HAVE_MPI
+bool HaveMpi() { return false; }
+
+Expected<std::unique_ptr<Communicator>> MakeMpiCommunicator() { return MissingMpiError(); }
 #endif
 
 }  // namespace blockflow::cli
