@@ -200,43 +200,27 @@ BatchValue BatchContext::Undecided(const std::string& why) const {
 }
 
 BatchRule BatchRule::Same(std::string port) {
-  BatchRule r;
-  r.kind = Kind::kSame;
-  r.ports = {std::move(port)};
-  return r;
+  return {.kind = Kind::kSame, .ports = {std::move(port)}};
 }
 
 BatchRule BatchRule::Elementwise(Linearity linearity) {
-  BatchRule r;
-  r.kind = Kind::kElementwise;
-  r.linearity = linearity;
-  return r;
+  return {.kind = Kind::kElementwise, .linearity = linearity};
 }
 
 BatchRule BatchRule::Batched(std::vector<std::string> batch_ports, std::string weight,
                              Effect effect, std::string sizes) {
-  BatchRule r;
-  r.kind = Kind::kBatched;
-  r.ports = std::move(batch_ports);
-  r.weight = std::move(weight);
-  r.effect = effect;
-  r.sizes = std::move(sizes);
-  return r;
+  return {.kind = Kind::kBatched,
+          .ports = std::move(batch_ports),
+          .weight = std::move(weight),
+          .sizes = std::move(sizes),
+          .effect = effect};
 }
 
 BatchRule BatchRule::ShapeOf(std::string port) {
-  BatchRule r;
-  r.kind = Kind::kShapeOf;
-  r.ports = {std::move(port)};
-  return r;
+  return {.kind = Kind::kShapeOf, .ports = {std::move(port)}};
 }
 
-BatchRule BatchRule::Fn(BatchFn fn) {
-  BatchRule r;
-  r.kind = Kind::kFn;
-  r.fn = std::move(fn);
-  return r;
-}
+BatchRule BatchRule::Fn(BatchFn fn) { return {.kind = Kind::kFn, .fn = std::move(fn)}; }
 
 BatchValue ApplyBatchRule(const BatchRule& rule, const BatchContext& c) {
   switch (rule.kind) {

@@ -96,17 +96,13 @@ struct BatchRule {
 
   Kind kind = Kind::kUndeclared;
   Linearity linearity = Linearity::kNone;
-  std::vector<std::string> ports;  // kSame, kShapeOf: the input; kBatched: the batch inputs
-  std::string weight;              // kBatched: the input that is not batched ("" for none)
-  std::string sizes;               // kBatched: an integer input giving the output's shape
+  std::vector<std::string> ports{};  // kSame, kShapeOf: the input; kBatched: the batch inputs
+  std::string weight{};              // kBatched: the input that is not batched ("" for none)
+  std::string sizes{};               // kBatched: an integer input giving the output's shape
   Effect effect = kKeepsBatch;
-  BatchFn fn;
+  BatchFn fn{};
 
-  static BatchRule Free() {
-    BatchRule r;
-    r.kind = Kind::kFree;
-    return r;
-  }
+  static BatchRule Free() { return {.kind = Kind::kFree}; }
   static BatchRule Same(std::string port);
   static BatchRule Elementwise(Linearity linearity);
   /// An op linear in each of `batch_ports` and `weight`, whose batch inputs hold the batch on
