@@ -257,7 +257,7 @@ class PySession {
       // _signal.getsignal (signal.getsignal without its enum conversion), kept for the life of the
       // process (never released at exit).
       static PyObject* const getsignal =
-          py::object(py::module_::import("_signal").attr("getsignal")).release().ptr();
+          py::object{py::module_::import("_signal").attr("getsignal")}.release().ptr();
       const py::object python_handler =
           py::reinterpret_steal<py::object>(PyObject_CallFunction(getsignal, "i", SIGINT));
       if (!python_handler) throw py::error_already_set();
