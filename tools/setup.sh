@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Installs blockflow's Debian 12 build dependencies (when missing), then configures and
 # builds into build/: everything, or only the targets named on the command line
-# (`bash tools/setup.sh blockflow` builds the program alone; a later run without
-# arguments builds the rest). Environment knobs:
+# (`bash tools/setup.sh blockflow` installs what the program needs and builds it alone; a later
+# run without arguments installs and builds the rest). Environment knobs:
 #   BUILD_DIR=build  BUILD_TYPE=Release  BLOCKFLOW_WERROR=OFF  JOBS=$(nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-          qt6-base-dev libgl-dev fonts-dejavu-core libprotobuf-dev protobuf-compiler python3-numpy
-          pybind11-dev python3-pybind11 python3-pytest python3-dev)
-packages+=(libopenmpi-dev openmpi-bin)  # `blockflow run --shard` (BLOCKFLOW_MPI)
+# The `blockflow` program alone needs only these; the rest is for the editor, the tests, the
+# benchmarks, the Python module and the MPI runner.
+packages=(build-essential cmake pkg-config nlohmann-json3-dev libprotobuf-dev protobuf-compiler)
+rest=(libgtest-dev libgmock-dev libbenchmark-dev qt6-base-dev libgl-dev fonts-dejavu-core python3-numpy
+      pybind11-dev python3-pybind11 python3-pytest python3-dev
+      libopenmpi-dev openmpi-bin)  # the last two: `blockflow run --shard` (BLOCKFLOW_MPI)
+# `setup.sh blockflow` installs and configures only what the program needs (the first result
+# comes sooner); any other call sets up everything.
+program_only=OFF
+[ "$*" = "blockflow" ] && program_only=ON
+[ "$program_only" = OFF ] && packages+=("${rest[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,8 +31,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 build_dir="${BUILD_DIR:-build}"
+everything=ON
+[ "$program_only" = ON ] && everything=OFF
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
-      -DBLOCKFLOW_WERROR="${BLOCKFLOW_WERROR:-OFF}" >/dev/null
+      -DBLOCKFLOW_WERROR="${BLOCKFLOW_WERROR:-OFF}" -DBLOCKFLOW_BUILD_EDITOR=$everything \
+      -DBLOCKFLOW_BUILD_TESTS=$everything -DBLOCKFLOW_BUILD_BENCH=$everything \
+      -DBLOCKFLOW_BUILD_PYTHON=$everything -DBLOCKFLOW_MPI=$everything >/dev/null
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build "$build_dir" -j"${JOBS:-$(nproc)}" ${targets[@]+"${targets[@]}"}
