@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/graph.h"
+#include "core/paths.h"
 #include "core/session.h"
 #include "core/text.h"
 
@@ -138,7 +139,19 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry,
           error(i, s.message());
           continue;
         }
+        if (def->file_kind != FileKind::kNone && value.is_string() && !graph.allow_outside_files) {
+          s = CheckInsideGraphFolder(graph.base_dir, value.get<std::string>());
+          if (!s.ok()) {
+            error(i, "attr '" + name + "': " + s.message());
+            continue;
+          }
+        }
         attrs[name] = value;
+      }
+    }
+    if (std::optional<std::string> feed = UiFeedFile(node); feed && !graph.allow_outside_files) {
+      if (Status s = CheckInsideGraphFolder(graph.base_dir, *feed); !s.ok()) {
+        error(i, "ui.feed: " + s.message());
       }
     }
     for (const AttrDef& a : schema->attrs()) {

@@ -75,6 +75,9 @@ class Graph {
   std::string source_path;
   /// Folder that relative file names (Const `file`) resolve against.
   std::string base_dir;
+  /// Lets the graph name files outside base_dir (CheckInsideGraphFolder). Off for graphs from
+  /// files, which people share; never saved with the graph.
+  bool allow_outside_files = false;
 
  private:
   std::vector<Node> nodes_;

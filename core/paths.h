@@ -18,6 +18,12 @@ std::string ResolveGraphPath(const std::string& base_dir, const std::string& fil
 /// `file`, a file name of `graph`, resolved against the graph's folder.
 std::string ResolveGraphPath(const Graph& graph, const std::string& file);
 
+/// Whether `file`, named by a graph whose folder is `base_dir`, stays inside that folder: not
+/// absolute, no `..` that leaves it, no symbolic link out of it (checked on the real paths, as
+/// far as they exist). A graph with no folder (built in code, never loaded or saved) may name
+/// any file. The error names the file, where it resolves and the rule.
+Status CheckInsideGraphFolder(const std::string& base_dir, const std::string& file);
+
 /// The node's `ui.feed` file name as written in the graph, when it has one.
 std::optional<std::string> UiFeedFile(const Node& node);
 

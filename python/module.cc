@@ -347,9 +347,10 @@ class PySession {
   std::shared_ptr<const Session> session_;
 };
 
-Graph LoadGraph(const std::string& path) {
+Graph LoadGraph(const std::string& path, bool allow_outside_files) {
   Expected<Graph> g = LoadGraphFile(path);
   if (!g.ok()) Raise(ErrorKind::kInvalidGraph, CliText(path, g.status().message()));
+  g->allow_outside_files = allow_outside_files;
   return std::move(g).value();
 }
 
@@ -425,8 +426,10 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<Graph>(m, "Graph", "A blockflow graph (data only; a Session runs it).")
       .def(py::init<>(), "An empty graph.")
-      .def_static("load", &LoadGraph, py::arg("path"),
-                  "Reads a graph JSON file; raises InvalidGraph when it cannot be read or parsed.")
+      .def_static("load", &LoadGraph, py::arg("path"), py::arg("allow_outside_files") = false,
+                  "Reads a graph JSON file; raises InvalidGraph when it cannot be read or parsed.\n"
+                  "The files it names must be inside its folder (validate() and Session refuse\n"
+                  "others) unless allow_outside_files=True.")
       .def_static("from_json", &GraphFromJson, py::arg("text"), py::arg("base_dir") = "",
                   "Parses graph JSON text; Const files resolve against base_dir.")
       .def("save", &SaveGraph, py::arg("path"),

@@ -11,7 +11,8 @@ namespace {
 // Parses `args` with the shared flags plus `more`, filling what `run` and `bench` share.
 Expected<ParsedArgs> ParseGraphArgs(const std::vector<std::string>& args,
                                     const std::vector<FlagSpec>& more, GraphArgs* out) {
-  std::vector<FlagSpec> specs = {{"--feed", true, true}, {"--threads", true}, {"--reference"}};
+  std::vector<FlagSpec> specs = {
+      {"--feed", true, true}, {"--threads", true}, {"--reference"}, {"--allow-outside-files"}};
   specs.insert(specs.end(), more.begin(), more.end());
   ASSIGN_OR_RETURN(ParsedArgs p, ParseFlags(args, specs));
   out->help = p.help;
@@ -28,6 +29,7 @@ Expected<ParsedArgs> ParseGraphArgs(const std::vector<std::string>& args,
     ASSIGN_OR_RETURN(out->threads, ParseIntFlag("--threads", *t, 1));
   }
   out->reference = p.Has("--reference");
+  out->allow_outside_files = p.Has("--allow-outside-files");
   return p;
 }
 

@@ -53,6 +53,7 @@ struct GraphArgs {
   std::vector<std::pair<std::string, std::string>> feeds;  // id → .npy path
   int threads = 0;
   bool reference = false;
+  bool allow_outside_files = false;  // the graph may name files outside its folder
 };
 
 /// `--shard NAME[:AXIS]`: Placeholder NAME's batch is split along AXIS over the processes.

@@ -26,7 +26,7 @@ std::string ValueText(const std::shared_ptr<const Tensor>& value) {
 }  // namespace
 
 int CommandValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  Expected<ParsedArgs> p = ParseFlags(args, {});
+  Expected<ParsedArgs> p = ParseFlags(args, {{"--allow-outside-files"}});
   if (auto rc = HelpOrUsageError("validate", p, out, err)) return *rc;
   if (p->positional.size() != 1) {
     return UsageError(err, "validate",
@@ -38,6 +38,7 @@ int CommandValidate(const std::vector<std::string>& args, std::ostream& out, std
     PrintError(err, path, g.status().message());
     return kExitFailure;
   }
+  g->allow_outside_files = p->Has("--allow-outside-files");
   GraphAnalysis a = AnalyzeGraph(*g, OpRegistry::Global());
   Table table({"node", "op", "port", "dtype", "shape", "value"});
   const auto& nodes = g->nodes();

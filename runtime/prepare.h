@@ -50,7 +50,8 @@ bool RunsKernel(const Prepared& p, size_t index);
 /// the `--feed` files `feed_files`. Prints every problem to `err` and returns nullopt on failure.
 std::optional<Prepared> Prepare(const std::string& path,
                                 const std::vector<std::pair<std::string, std::string>>& feed_files,
-                                const std::vector<std::string>& fetches, std::ostream& err);
+                                const std::vector<std::string>& fetches, std::ostream& err,
+                                bool allow_outside_files = false);
 /// As above, for a graph already loaded from `path`.
 std::optional<Prepared> Prepare(Graph graph, const std::string& path,
                                 const std::vector<std::pair<std::string, std::string>>& feed_files,

@@ -208,6 +208,7 @@ int RunSharded(const RunArgs& a, Communicator& comm, std::ostream& out, std::ost
       PrintError(problems, a.graph, g.status().message());
       return step.Fail();
     }
+    g->allow_outside_files = a.allow_outside_files;
     Expected<ShardPlan> planned = PlanShards(a, rank, comm.size(), &*g);
     if (!planned.ok()) {
       PrintError(problems, a.graph, planned.status().message());

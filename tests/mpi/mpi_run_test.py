@@ -135,7 +135,7 @@ def seed_graphs(batch, rng, tag):
     g = write_graph(f"depthwise_backprop_input{tag}", [
         placeholder("x", [-1, 8, 8, 3]),
         {"id": "input_sizes", "op": "Shape", "inputs": {"input": "x"}},
-        {"id": "filter", "op": "Const", "attrs": {"dtype": "float32", "file": w}},
+        {"id": "filter", "op": "Const", "attrs": {"dtype": "float32", "file": os.path.basename(w)}},
         placeholder("out_backprop", [-1, 4, 4, 6]),
         {"id": "input_grad", "op": "DepthwiseConv2dNativeBackpropInput", "attrs": attrs,
          "inputs": {"input_sizes": "input_sizes", "filter": "filter",

@@ -120,3 +120,21 @@ def test_save_failure_is_an_error(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(blockflow.Error, match="file"):
         g.save(str(tmp_path / "file" / "g.json"))  # a folder that is a file
+
+
+def test_files_outside_the_graph_folder_are_refused_unless_allowed(tmp_path, binary):
+    np.save(tmp_path / "secret.npy", np.arange(3, dtype=np.float32))
+    (tmp_path / "g").mkdir()
+    path = write_graph(tmp_path / "g" / "g.json", [
+        {"id": "w", "op": "Const", "attrs": {"dtype": "float32", "file": "../secret.npy"}},
+    ])
+    graph = blockflow.Graph.load(str(path))
+    [issue] = graph.validate()
+    assert (issue.node, issue.op) == ("w", "Const")
+    assert "outside the graph's folder" in issue.message
+    with pytest.raises(blockflow.InvalidGraph) as e:
+        blockflow.Session(graph)
+    assert str(e.value) == cli_errors(binary, "run", path)
+    allowed = blockflow.Graph.load(str(path), allow_outside_files=True)
+    assert allowed.validate() == []
+    np.testing.assert_array_equal(blockflow.Session(allowed).run("w"), [0, 1, 2])

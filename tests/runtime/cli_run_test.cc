@@ -276,6 +276,60 @@ TEST_F(CliRunTest, FetchesThatShareAnOutputFileAreRejected) {
   EXPECT_TRUE(fs::exists(dir_ / "o/a.1.npy"));
 }
 
+// A graph names files only inside its own folder, unless --allow-outside-files: a Const `file`
+// that climbs out with '..', or is absolute, or a link that points out, and a Placeholder's
+// ui.feed, are refused by run, validate and bench, naming the node, the path and the rule.
+TEST_F(CliRunTest, GraphFilesOutsideTheGraphFolderAreRefused) {
+  ASSERT_TRUE(
+      WriteNpy(dir_ / "secret.npy", Tensor::FromVector(std::vector<float>{7, 8}, Shape{2})).ok());
+  fs::create_directories(dir_ / "g");
+  fs::create_symlink(dir_ / "secret.npy", dir_ / "g/link.npy");
+  ASSERT_TRUE(
+      WriteNpy(dir_ / "g/inside.npy", Tensor::FromVector(std::vector<float>{1}, Shape{1})).ok());
+  auto const_graph = [&](const std::string& name, const std::string& file) {
+    WriteText(dir_ / ("g/" + name), R"({"format": "blockflow.graph", "version": 1, "nodes": [
+      {"id": "w", "op": "Const", "attrs": {"dtype": "float32", "file": ")" +
+                                        file + R"("}}]})");
+  };
+  const_graph("up.json", "../secret.npy");
+  const_graph("abs.json", dir_ / "secret.npy");
+  const_graph("link.json", "link.npy");
+  const_graph("ok.json", "sub/../inside.npy");
+  WriteText(dir_ / "g/feed.json", R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [2]},
+     "ui": {"feed": "../secret.npy"}}]})");
+  const std::string rule = "a graph may name only files inside its own folder";
+  for (const char* cmd : {"run", "validate", "bench"}) {
+    for (const char* graph : {"g/up.json", "g/abs.json", "g/link.json", "g/feed.json"}) {
+      SCOPED_TRACE(std::string(cmd) + " " + graph);
+      CmdResult r = Run({cmd, graph});
+      EXPECT_EQ(r.rc, 1) << r.err;
+      const bool feed = std::string(graph) == "g/feed.json";
+      EXPECT_NE(r.err.find(feed ? "node 'x' (Placeholder): ui.feed: file '../secret.npy'"
+                                : "node 'w' (Const): attr 'file': file '"),
+                std::string::npos)
+          << r.err;
+      EXPECT_NE(r.err.find(rule), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("--allow-outside-files"), std::string::npos) << r.err;
+      if (std::string(cmd) != "validate") {
+        EXPECT_EQ(r.out.find("7"), std::string::npos) << "the file was read: " << r.out;
+      }
+    }
+  }
+  EXPECT_NE(Run({"run", "g/abs.json"}).err.find("is an absolute path"), std::string::npos);
+  EXPECT_NE(Run({"run", "g/link.json"}).err.find("outside the graph's folder"), std::string::npos);
+  // Inside the folder, even through '..' that comes back, is fine; the flag lifts the rule.
+  EXPECT_EQ(Run({"run", "g/ok.json"}).rc, 0);
+  for (const char* graph : {"g/up.json", "g/abs.json", "g/link.json"}) {
+    CmdResult r = Run({"run", graph, "--allow-outside-files"});
+    EXPECT_EQ(r.rc, 0) << graph << ": " << r.err;
+    EXPECT_NE(r.out.find("7"), std::string::npos) << r.out;
+    EXPECT_EQ(Run({"validate", graph, "--allow-outside-files"}).rc, 0) << graph;
+  }
+  CmdResult fed = Run({"validate", "g/feed.json", "--allow-outside-files"});
+  EXPECT_EQ(fed.rc, 0) << fed.err;
+}
+
 // An --out that cannot hold the outputs fails before the run, and a run whose outputs
 // cannot all be written writes none of them.
 TEST_F(CliRunTest, UnwritableOutFailsBeforeTheRunAndWritesNothing) {
