@@ -4,10 +4,23 @@
 #include <filesystem>
 
 #include "core/npy.h"
+#include "core/paths.h"
 #include "core/text.h"
 #include "runtime/tf/import.h"
 
 namespace blockflow::tfimport {
+namespace {
+
+// Every Const file stays inside the graph's folder, whatever the node names were.
+Status CheckFilesInside(const ImportResult& result, const std::string& dir) {
+  for (const auto& [file, tensor] : result.const_files) {
+    const Status inside = CheckInsideGraphFolder(dir.empty() ? "." : dir, file);
+    if (!inside.ok()) return InvalidArgument("cannot write a Const's values: " + inside.message());
+  }
+  return Status();
+}
+
+}  // namespace
 
 Status WriteValidImport(const ImportResult& result, const std::string& path,
                         const OpRegistry& registry) {
@@ -17,6 +30,7 @@ Status WriteValidImport(const ImportResult& result, const std::string& path,
   // graph can be checked as it will load without touching what is already there.
   const fs::path stage =
       dir / ("." + fs::path(path).filename().string() + ".import." + std::to_string(::getpid()));
+  RETURN_IF_ERROR(CheckFilesInside(result, dir.string()));
   std::error_code ec;
   if (fs::exists(stage, ec))
     return IoError("staging folder '" + stage.string() + "' already exists");
@@ -48,6 +62,7 @@ Status WriteValidImport(const ImportResult& result, const std::string& path,
 
 Status WriteImport(const ImportResult& result, const std::string& path) {
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  RETURN_IF_ERROR(CheckFilesInside(result, dir.string()));
   for (const auto& [file, tensor] : result.const_files) {
     RETURN_IF_ERROR(WriteNpy((dir / file).string(), tensor));
   }

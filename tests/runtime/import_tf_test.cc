@@ -87,6 +87,31 @@ TEST(ImportTfTest, NonFiniteAndLargeInt64ConstValuesSurviveSaving) {
   EXPECT_EQ(i.data<int64_t>()[1], int64_t{-9223372036854775807});
 }
 
+// A node whose name climbs out of the output folder cannot make the import write there: the
+// name is refused, and the writer checks every file it is given besides.
+TEST(ImportTfTest, ConstFilesStayInsideTheOutputFolder) {
+  const std::string node = R"(
+    node { name: "NAME" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+      attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { dim { size: 1 } }
+        int64_val: 9007199254740993 } } } })";
+  auto named = [&](const std::string& name) {
+    std::string text = node;
+    return ImportText(text.replace(text.find("NAME"), 4, name));
+  };
+  EXPECT_FALSE(named("../../evil").ok());
+  Expected<ImportResult> r = named("ok");
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  r->const_files.emplace_back("../../evil.npy", Tensor::FromVector<float>({1, 2}));
+  TempDir d;
+  std::filesystem::create_directories(d.path() / "a/b");
+  const Status s = tfimport::WriteImport(*r, d / "a/b/g.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("outside the graph's folder"), std::string::npos) << s.message();
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(d.path())) {
+    EXPECT_TRUE(entry.is_directory()) << "wrote " << entry.path();
+  }
+}
+
 // A cut at an output whose dtype is not T (Shape: T is the input's dtype, out_type the
 // output's) gives a Placeholder of the output's dtype.
 TEST(ImportTfTest, FeedDtypeComesFromTheOutputTypeAttr) {
