@@ -87,6 +87,7 @@ void GraphDocument::NewGraph() { Reset(Graph()); }
 void GraphDocument::Reset(Graph graph) {
   undo_stack_.clear();
   graph_ = std::move(graph);
+  graph_.allow_outside_files = allow_outside_files_;
   AssignMissingPositions(graph_);
   Reanalyze();
   undo_stack_.setClean();
@@ -162,6 +163,13 @@ Status GraphDocument::Save(const QString& path) {
   return Status::OK();
 }
 
+void GraphDocument::SetAllowOutsideFiles(bool allow) {
+  allow_outside_files_ = allow;
+  graph_.allow_outside_files = allow;
+  Reanalyze();
+  emit graphChanged(false);
+}
+
 void GraphDocument::Reanalyze() { analysis_ = AnalyzeGraph(graph_, registry_); }
 
 void GraphDocument::Replace(const Graph& graph, bool layout_only) {
@@ -169,6 +177,7 @@ void GraphDocument::Replace(const Graph& graph, bool layout_only) {
   graph_ = graph;
   graph_.source_path = source;
   graph_.base_dir = base;
+  graph_.allow_outside_files = allow_outside_files_;
   if (!layout_only) Reanalyze();
   emit graphChanged(layout_only);
 }

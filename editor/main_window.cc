@@ -242,6 +242,13 @@ void MainWindow::BuildActions() {
   cancel_action_ = run->addAction(ShapeIcon(false), "&Cancel", this, &MainWindow::CancelRun);
   cancel_action_->setShortcut(QKeySequence("Shift+F5"));
   cancel_action_->setEnabled(false);
+  run->addSeparator();
+  outside_files_action_ = run->addAction("Allow Files &Outside the Graph's Folder…");
+  outside_files_action_->setCheckable(true);
+  outside_files_action_->setToolTip(
+      "Let graphs name files outside their own folder (absolute paths, '..', links out)");
+  connect(outside_files_action_, &QAction::triggered, this,
+          [this](bool checked) { SetAllowOutsideFiles(checked); });
 
   help->addAction("&Shortcuts", this, [this] {
     QMessageBox::information(
@@ -430,6 +437,24 @@ void MainWindow::OnRunFinished(bool ok, const QString& message) {
   }
   OnSelectionChanged();
   emit runFinished(ok, message);
+}
+
+bool MainWindow::SetAllowOutsideFiles(bool allow, bool confirm) {
+  if (allow && !scripted_) {
+    confirm = QMessageBox::warning(
+                  this, "Allow files outside the graph's folder",
+                  "Graphs will be able to read any file this account can read: absolute paths, "
+                  "'..' out of the graph's folder, links that point out of it.\n\nAllow this "
+                  "only for graphs you trust. It lasts until you turn it off or quit.",
+                  QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) == QMessageBox::Yes;
+  }
+  if (allow && !confirm) allow = false;
+  outside_files_action_->setChecked(allow);
+  if (allow != doc_->allow_outside_files()) doc_->SetAllowOutsideFiles(allow);
+  ShowStatus(allow ? "Graphs may name files outside their folder (Run menu to turn off)."
+                   : "Graphs name only files inside their folder.",
+             false);
+  return allow;
 }
 
 bool MainWindow::MaybeSave() {

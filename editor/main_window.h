@@ -51,6 +51,9 @@ class MainWindow : public QMainWindow {
   void SelectNode(const std::string& id);
   /// No dialogs; errors also go to stderr.
   void SetScripted(bool scripted) { scripted_ = scripted; }
+  /// Run > Allow Files Outside the Graph's Folder: asks for confirmation first (`confirm` is
+  /// the answer when scripted). Returns whether graphs may now name such files.
+  bool SetAllowOutsideFiles(bool allow, bool confirm = false);
   /// Scripted use: optionally run, select the last node, save a screenshot, then call `done`
   /// with the exit code (1 when the run or the save failed).
   void ScriptedScreenshot(const QString& path, bool run, const std::function<void(int)>& done);
@@ -110,6 +113,7 @@ class MainWindow : public QMainWindow {
   QMenu* samples_menu_ = nullptr;
   QAction* run_action_ = nullptr;
   QAction* cancel_action_ = nullptr;
+  QAction* outside_files_action_ = nullptr;
   bool scripted_ = false;
   bool fitted_once_ = false;
   bool edited_during_run_ = false;

@@ -163,6 +163,14 @@ TEST_F(MainWindowTest, PasteFromAnotherFolderKeepsFileNamesRight) {
   ASSERT_FALSE(doc()->analysis().ok());
   EXPECT_NE(doc()->analysis().issues[0].message.find("outside the graph's folder"),
             std::string::npos);
+  // Run > Allow Files Outside the Graph's Folder: refused when not confirmed; once confirmed,
+  // the graph is valid, and stays so through edits and for graphs opened later.
+  EXPECT_FALSE(window_.SetAllowOutsideFiles(true, /*confirm=*/false));
+  EXPECT_FALSE(doc()->analysis().ok());
+  EXPECT_TRUE(window_.SetAllowOutsideFiles(true, /*confirm=*/true));
+  EXPECT_TRUE(doc()->analysis().ok());
+  ASSERT_TRUE(doc()->SetAttr("w", "file", "../one/./data/w.npy").ok());
+  EXPECT_TRUE(doc()->analysis().ok());
   // Into a new graph (no folder yet) the name becomes absolute.
   window_.document()->NewGraph();
   QTest::keyClick(window_.view(), Qt::Key_V, Qt::ControlModifier);
@@ -170,6 +178,9 @@ TEST_F(MainWindowTest, PasteFromAnotherFolderKeepsFileNamesRight) {
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->attrs["file"], QDir(dir.path()).absoluteFilePath("one/data/w.npy").toStdString());
   EXPECT_TRUE(doc()->analysis().ok());
+  ASSERT_TRUE(window_.OpenFile(dir.filePath("two/h.json")));
+  EXPECT_FALSE(window_.SetAllowOutsideFiles(false));
+  EXPECT_TRUE(doc()->analysis().ok());  // h.json names no file
 }
 
 TEST_F(MainWindowTest, TabAndF5Work) {
