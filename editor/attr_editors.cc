@@ -17,7 +17,9 @@ namespace blockflow::editor {
 
 namespace {
 
-QString Q(std::string_view text) { return QString::fromUtf8(text.data(), qsizetype(text.size())); }
+QString Q(std::string_view text) {
+  return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+}
 
 QWidget* MakeChoiceEditor(const AttrDef& def, const nlohmann::json& shown,
                           const AttrEditorHost& host) {
@@ -234,7 +236,7 @@ QToolButton* NewBrowseButton(FileKind kind) {
   return browse;
 }
 
-QWidget* MakeFileEditor(const FileField& field, std::function<void(const QString&)> commit,
+QWidget* MakeFileEditor(const FileField& field, const std::function<void(const QString&)>& commit,
                         const AttrEditorHost& host) {
   auto* w = new QWidget;
   auto* h = new QHBoxLayout(w);

@@ -57,7 +57,7 @@ struct FileField {
 };
 /// A line edit with a "…" button that picks a file; `commit` receives the trimmed text when
 /// editing ends or a file is picked.
-QWidget* MakeFileEditor(const FileField& field, std::function<void(const QString&)> commit,
+QWidget* MakeFileEditor(const FileField& field, const std::function<void(const QString&)>& commit,
                         const AttrEditorHost& host);
 /// The file name suffix of `kind`, e.g. ".npy".
 QString FileSuffix(FileKind kind);

@@ -15,6 +15,7 @@ namespace blockflow::editor {
 /// The editor of `ui.feed` of a node with `ui`, for a file of `kind`; `set_feed` receives the
 /// new name ("" removes it). The line edit is named "feed_text".
 QWidget* MakeFeedEditor(const nlohmann::json& ui, FileKind kind,
-                        std::function<void(const QString&)> set_feed, const AttrEditorHost& host);
+                        const std::function<void(const QString&)>& set_feed,
+                        const AttrEditorHost& host);
 
 }  // namespace blockflow::editor

@@ -12,7 +12,7 @@ Slice2D MakeSlice(const Shape& shape, SliceLayout layout, int64_t batch, int64_t
   const int rank = shape.rank();
   std::vector<int64_t> stride(static_cast<size_t>(rank), 1);
   for (int i = rank - 2; i >= 0; --i)
-    stride[static_cast<size_t>(i)] = stride[static_cast<size_t>(i + 1)] * shape.dim(i + 1);
+    stride[static_cast<size_t>(i)] = stride[static_cast<size_t>(i) + 1] * shape.dim(i + 1);
   auto dim = [&](int i) { return shape.dim(i); };
   auto st = [&](int i) { return stride[static_cast<size_t>(i)]; };
   int b = -1, ch = -1, r = -1, c = -1;
@@ -155,19 +155,21 @@ static int TableCount(const Slice2D& s, int64_t n) {
   return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max()));
 }
 
+// NOLINTBEGIN(google-default-arguments): Qt's signatures (the default is in the header).
 int TensorSliceModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() || !has_ ? 0 : TableCount(slice_, slice_.rows);
 }
 int TensorSliceModel::columnCount(const QModelIndex& parent) const {
   return parent.isValid() || !has_ ? 0 : TableCount(slice_, slice_.cols);
 }
+// NOLINTEND(google-default-arguments)
 
 QVariant TensorSliceModel::data(const QModelIndex& index, int role) const {
   if (!has_ || !index.isValid()) return {};
   const int64_t i = slice_.Offset(index.row(), index.column());
   if (i >= tensor_.num_elements()) return {};
   if (role == Qt::DisplayRole) return FormatValue(tensor_, i);
-  if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role == Qt::TextAlignmentRole) return static_cast<int>(Qt::AlignRight | Qt::AlignVCenter);
   if (role == Qt::ToolTipRole) return QString("flat index %1").arg(i);
   return {};
 }

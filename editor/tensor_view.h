@@ -45,9 +45,10 @@ class TensorSliceModel : public QAbstractTableModel {
   void SetSlice(const Tensor& tensor, const Slice2D& slice);
   void ClearSlice();
   // Qt's signatures, default arguments included.
-  int rowCount(const QModelIndex& parent = {}) const override;  // NOLINT(google-default-arguments)
-  int columnCount(
-      const QModelIndex& parent = {}) const override;  // NOLINT(google-default-arguments)
+  // NOLINTBEGIN(google-default-arguments)
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  // NOLINTEND(google-default-arguments)
   QVariant data(const QModelIndex& index, int role) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 

@@ -312,7 +312,7 @@ TEST_F(CliRunTest, GraphFilesOutsideTheGraphFolderAreRefused) {
       EXPECT_NE(r.err.find(rule), std::string::npos) << r.err;
       EXPECT_NE(r.err.find("--allow-outside-files"), std::string::npos) << r.err;
       if (std::string(cmd) != "validate") {
-        EXPECT_EQ(r.out.find("7"), std::string::npos) << "the file was read: " << r.out;
+        EXPECT_EQ(r.out.find('7'), std::string::npos) << "the file was read: " << r.out;
       }
     }
   }
@@ -323,7 +323,7 @@ TEST_F(CliRunTest, GraphFilesOutsideTheGraphFolderAreRefused) {
   for (const char* graph : {"g/up.json", "g/abs.json", "g/link.json"}) {
     CmdResult r = Run({"run", graph, "--allow-outside-files"});
     EXPECT_EQ(r.rc, 0) << graph << ": " << r.err;
-    EXPECT_NE(r.out.find("7"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find('7'), std::string::npos) << r.out;
     EXPECT_EQ(Run({"validate", graph, "--allow-outside-files"}).rc, 0) << graph;
   }
   CmdResult fed = Run({"validate", "g/feed.json", "--allow-outside-files"});
