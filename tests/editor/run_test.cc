@@ -22,13 +22,18 @@ namespace {
 
 using testing::RunAndWait;
 
-TEST(EditorRun, ResultsAreBitwiseEqualToASessionRun) {
-  MainWindow w;
+// Opens basic.json in `w` (scripted) and runs it; `args` receives runFinished's arguments.
+void OpenBasicAndRun(MainWindow& w, QList<QVariant>* args) {
   w.SetScripted(true);
   ASSERT_TRUE(w.OpenFile(testing::DataPath("basic.json")));
+  ASSERT_TRUE(RunAndWait(w, args));
+  ASSERT_TRUE((*args)[0].toBool()) << (*args)[1].toString().toStdString();
+}
+
+TEST(EditorRun, ResultsAreBitwiseEqualToASessionRun) {
+  MainWindow w;
   QList<QVariant> args;
-  ASSERT_TRUE(RunAndWait(w, &args));
-  ASSERT_TRUE(args[0].toBool()) << args[1].toString().toStdString();
+  ASSERT_NO_FATAL_FAILURE(OpenBasicAndRun(w, &args));
 
   Expected<Graph> g = LoadGraphFile(testing::DataPath("basic.json").toStdString());
   ASSERT_TRUE(g.ok());
@@ -64,11 +69,8 @@ TEST(EditorRun, ResultsAreBitwiseEqualToASessionRun) {
 
 TEST(EditorRun, RerunsReuseThePreparedSessionUntilTheGraphChanges) {
   MainWindow w;
-  w.SetScripted(true);
-  ASSERT_TRUE(w.OpenFile(testing::DataPath("basic.json")));
   QList<QVariant> args;
-  ASSERT_TRUE(RunAndWait(w, &args));
-  ASSERT_TRUE(args[0].toBool()) << args[1].toString().toStdString();
+  ASSERT_NO_FATAL_FAILURE(OpenBasicAndRun(w, &args));
   const Session* first = w.runner()->session();
   ASSERT_NE(first, nullptr);
   const Tensor y = w.runner()->result().outputs.at("y")[0];
@@ -203,6 +205,32 @@ TEST(EditorCommandLine, FailedRunExitsWithOne) {
   EXPECT_TRUE(err.contains("error: nofeed.json: node 'dy' (Placeholder): no feed file"))
       << err.toStdString();
   EXPECT_TRUE(QFile::exists(dir.filePath("shot.png")));
+}
+
+// Run > Allow Files Outside the Graph's Folder takes effect on the next run, either way (the
+// prepared session is not reused across the setting).
+TEST(EditorRun, AllowingFilesOutsideTheFolderTakesEffectOnTheNextRun) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(QDir(dir.path()).mkpath("g"));
+  ASSERT_TRUE(
+      WriteNpy(dir.filePath("w.npy").toStdString(), Tensor::FromVector<float>({1, 2})).ok());
+  testing::WriteText(dir.filePath("g/g.json"), R"({"format": "blockflow.graph", "version": 1,
+    "nodes": [{"id": "w", "op": "Const", "attrs": {"dtype": "float32", "file": "../w.npy"}},
+              {"id": "y", "op": "Identity", "inputs": {"input": "w"}}]})");
+  MainWindow w;
+  w.SetScripted(true);
+  ASSERT_TRUE(w.OpenFile(dir.filePath("g/g.json")));
+  QList<QVariant> args;
+  ASSERT_TRUE(RunAndWait(w, &args));
+  EXPECT_FALSE(args[0].toBool());
+  ASSERT_TRUE(w.SetAllowOutsideFiles(true, /*confirm=*/true));
+  ASSERT_TRUE(RunAndWait(w, &args));
+  EXPECT_TRUE(args[0].toBool()) << args[1].toString().toStdString();
+  EXPECT_FALSE(w.SetAllowOutsideFiles(false));
+  ASSERT_TRUE(RunAndWait(w, &args));
+  EXPECT_FALSE(args[0].toBool());
+  EXPECT_TRUE(args[1].toString().contains("outside the graph's folder"))
+      << args[1].toString().toStdString();
 }
 
 }  // namespace
