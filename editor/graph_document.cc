@@ -86,8 +86,9 @@ void GraphDocument::NewGraph() { Reset(Graph()); }
 
 void GraphDocument::Reset(Graph graph) {
   undo_stack_.clear();
+  const bool allow_outside_files = graph_.allow_outside_files;  // the editor's setting stays
   graph_ = std::move(graph);
-  graph_.allow_outside_files = allow_outside_files_;
+  graph_.allow_outside_files = allow_outside_files;
   AssignMissingPositions(graph_);
   Reanalyze();
   undo_stack_.setClean();
@@ -164,7 +165,6 @@ Status GraphDocument::Save(const QString& path) {
 }
 
 void GraphDocument::SetAllowOutsideFiles(bool allow) {
-  allow_outside_files_ = allow;
   graph_.allow_outside_files = allow;
   Reanalyze();
   emit graphChanged(false);
@@ -174,10 +174,11 @@ void GraphDocument::Reanalyze() { analysis_ = AnalyzeGraph(graph_, registry_); }
 
 void GraphDocument::Replace(const Graph& graph, bool layout_only) {
   const std::string source = graph_.source_path, base = graph_.base_dir;
+  const bool allow_outside_files = graph_.allow_outside_files;
   graph_ = graph;
   graph_.source_path = source;
   graph_.base_dir = base;
-  graph_.allow_outside_files = allow_outside_files_;
+  graph_.allow_outside_files = allow_outside_files;
   if (!layout_only) Reanalyze();
   emit graphChanged(layout_only);
 }

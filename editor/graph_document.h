@@ -71,7 +71,7 @@ class GraphDocument : public QObject {
   /// Lets graphs name files outside their folder (Graph::allow_outside_files), for this and
   /// every graph opened later in this editor; off at start. Analyses again.
   void SetAllowOutsideFiles(bool allow);
-  bool allow_outside_files() const { return allow_outside_files_; }
+  bool allow_outside_files() const { return graph_.allow_outside_files; }
 
   // Edits. Each one is one undoable command and emits graphChanged().
   /// Adds a block of `op` at `pos`; returns the new node's id.
@@ -120,7 +120,6 @@ class GraphDocument : public QObject {
   Graph graph_;
   GraphAnalysis analysis_;
   QUndoStack undo_stack_;
-  bool allow_outside_files_ = false;
 };
 
 }  // namespace blockflow::editor

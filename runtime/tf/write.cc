@@ -12,12 +12,20 @@ namespace blockflow::tfimport {
 namespace {
 
 // Every Const file stays inside the graph's folder, whatever the node names were.
-Status CheckFilesInside(const ImportResult& result, const std::string& dir) {
+Status CheckFilesInside(const ImportResult& result, const std::filesystem::path& dir) {
   for (const auto& [file, tensor] : result.const_files) {
-    const Status inside = CheckInsideGraphFolder(dir.empty() ? "." : dir, file);
-    if (!inside.ok()) return InvalidArgument("cannot write a Const's values: " + inside.message());
+    if (!CheckInsideGraphFolder(dir.string(), file).ok()) {
+      return InvalidArgument("cannot write a Const's values to '" + file +
+                             "': it would be outside the graph's folder '" + dir.string() + "'");
+    }
   }
   return Status();
+}
+
+// The folder a graph written to `path` lives in ("." for a bare file name).
+std::filesystem::path GraphDir(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path() : ".";
 }
 
 }  // namespace
@@ -25,12 +33,12 @@ Status CheckFilesInside(const ImportResult& result, const std::string& dir) {
 Status WriteValidImport(const ImportResult& result, const std::string& path,
                         const OpRegistry& registry) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
+  const fs::path dir = GraphDir(path);
   // The Const files go to a fresh staging folder beside the graph first, so that the
   // graph can be checked as it will load without touching what is already there.
   const fs::path stage =
       dir / ("." + fs::path(path).filename().string() + ".import." + std::to_string(::getpid()));
-  RETURN_IF_ERROR(CheckFilesInside(result, dir.string()));
+  RETURN_IF_ERROR(CheckFilesInside(result, dir));
   std::error_code ec;
   if (fs::exists(stage, ec))
     return IoError("staging folder '" + stage.string() + "' already exists");
@@ -61,8 +69,8 @@ Status WriteValidImport(const ImportResult& result, const std::string& path,
 }
 
 Status WriteImport(const ImportResult& result, const std::string& path) {
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  RETURN_IF_ERROR(CheckFilesInside(result, dir.string()));
+  const std::filesystem::path dir = GraphDir(path);
+  RETURN_IF_ERROR(CheckFilesInside(result, dir));
   for (const auto& [file, tensor] : result.const_files) {
     RETURN_IF_ERROR(WriteNpy((dir / file).string(), tensor));
   }
