@@ -128,7 +128,10 @@ class PyScope {
       if (!parsed) Raise(ErrorKind::kInvalidGraph, "unknown dtype '" + dtype + "'");
       want = *parsed;
     }
-    Expected<Tensor> t = TensorFromArray(value, want);
+    // A list or number is values, also for bfloat16 (which NumPy lacks: as float32, then
+    // rounded once); only arrays may carry raw bfloat16 bits, as uint16.
+    const bool values = !py::isinstance<py::array>(value) && want == DType::kBFloat16;
+    Expected<Tensor> t = TensorFromArray(value, values ? DType::kFloat32 : want);
     if (!t.ok())
       Raise(ErrorKind::kInvalidGraph, "node '" + id + "' (Const): " + t.status().message());
     if (want != DType::kInvalid && t->dtype() != want) t = t->CastTo(want);

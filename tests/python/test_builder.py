@@ -123,3 +123,14 @@ def test_constants_of_every_dtype():
     for out in outs:
         assert out.tolist() == [[0, 1, 2], [3, 4, 5]]
     assert [o.dtype for o in outs] == [np.float16, np.float32, np.float64, np.int32, np.int64]
+
+
+def test_bfloat16_constants_from_lists_and_float_arrays_are_values():
+    g = blockflow.GraphBuilder()
+    g.constant([1.5, -2.0, 3.0], dtype="bfloat16", name="from_list")
+    g.constant(np.array([1.5, -2.0, 3.0], np.float32), dtype="bfloat16", name="from_array")
+    bits = blockflow.float32_to_bfloat16(np.array([1.5, -2.0, 3.0], np.float32))
+    g.constant(bits, dtype="bfloat16", name="from_bits")  # uint16 arrays are raw bits
+    for out in blockflow.Session(g).run(["from_list", "from_array", "from_bits"]):
+        assert out.dtype == np.uint16
+        assert blockflow.bfloat16_to_float32(out).tolist() == [1.5, -2.0, 3.0]
