@@ -40,19 +40,11 @@ std::vector<Meta> ParseMeta(const std::string& text) {
     std::vector<int64_t> dims(static_cast<size_t>(std::max(rank, 0)));
     for (int64_t& d : dims) l >> d;
     Meta m;
-    for (DType d : AllDTypes()) {
-      if (DTypeName(d) == dtype) m.dtype = d;
-    }
+    m.dtype = ParseDType(dtype).value_or(DType::kInvalid);
     m.shape = Shape(dims);
     metas.push_back(std::move(m));
   }
   return metas;
-}
-
-Tensor FromBytes(DType dtype, const Shape& shape, const char* bytes) {
-  Tensor t = Tensor::Uninitialized(dtype, shape);
-  if (t.num_bytes()) std::memcpy(t.raw(), bytes, t.num_bytes());
-  return t;
 }
 
 bool IsHalf(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16; }
@@ -292,13 +284,14 @@ CombineResult CombineOutputs(Communicator& comm, const std::vector<Combine>& pla
           }
           std::vector<std::string> parts = comm.Gather(bytes, 0);
           if (rank != 0) break;
-          const Tensor shape_of(m.dtype, m.shape);
-          const size_t piece_bytes = shape_of.num_bytes();
-          std::vector<double> acc(static_cast<size_t>(shape_of.num_elements()), 0.0);
+          // One scratch tensor reads each sample's piece in turn.
+          Tensor piece = Tensor::Uninitialized(m.dtype, m.shape);
+          const size_t piece_bytes = piece.num_bytes();
+          std::vector<double> acc(static_cast<size_t>(piece.num_elements()), 0.0);
           for (const std::string& part : parts) {
             for (size_t off = 0; piece_bytes > 0 && off + piece_bytes <= part.size();
                  off += piece_bytes) {
-              const Tensor piece = FromBytes(m.dtype, m.shape, part.data() + off);
+              std::memcpy(piece.raw(), part.data() + off, piece_bytes);
               for (size_t e = 0; e < acc.size(); ++e) {
                 acc[e] += piece.GetAsDouble(static_cast<int64_t>(e));
               }
@@ -357,23 +350,25 @@ CombineResult CombineOutputs(Communicator& comm, const std::vector<Combine>& pla
           r.outputs[i] = std::move(whole);
           break;
         }
+        // Along another axis the ranks' pieces arrive one after the other: interleave them
+        // into `whole`, each rank's rows of every outer index after the previous ranks' rows.
         Tensor buffer = Tensor::Uninitialized(m.dtype, Shape(dims));
         comm.GatherInto(data, bytes, buffer.raw(), sizes, 0);
-        std::vector<Tensor> pieces;
-        size_t offset = 0;
+        const int64_t outer = Product(dims, 0, a);
+        const size_t row =  // bytes of one entry along the axis, for one outer index
+            static_cast<size_t>(Product(dims, a + 1, dims.size())) * DTypeSize(m.dtype);
+        const char* src = static_cast<const char*>(buffer.raw());
+        char* dst = static_cast<char*>(whole.raw());
+        int64_t column = 0;  // entries along the axis from the ranks before
         for (int64_t v : per_rank) {
-          if (v == 0) continue;
-          dims[a] = v;
-          pieces.push_back(
-              FromBytes(m.dtype, Shape(dims), static_cast<const char*>(buffer.raw()) + offset));
-          offset += pieces.back().num_bytes();
+          const size_t piece_row = static_cast<size_t>(v) * row;
+          for (int64_t o = 0; o < outer; ++o) {
+            std::memcpy(dst + (static_cast<size_t>(o * total + column)) * row, src, piece_row);
+            src += piece_row;
+          }
+          column += v;
         }
-        Expected<Tensor> joined = ConcatAxis(pieces, plan[i].axis);
-        if (!joined.ok()) {
-          r.status = joined.status();
-        } else {
-          r.outputs[i] = std::move(joined).value();
-        }
+        r.outputs[i] = std::move(whole);
         break;
       }
     }
