@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/text.h"
+#include "runtime/output_files.h"
 
 namespace blockflow::cli {
 namespace {
@@ -103,8 +104,7 @@ Expected<std::vector<Combine>> PlanCombine(const Graph& graph, const BatchAnalys
     } else if (v.kind == BatchKind::kFree) {
       c.rule = CombineRule::kFirst;
     } else {
-      const Node* node = graph.FindNode(ep.node);
-      const std::string who = "node '" + ep.node + "' (" + (node ? node->op : "?") + "): ";
+      const std::string who = NodeName(graph, ep.node) + ": ";
       std::string why = v.why;
       if (v.kind == BatchKind::kBatchShape) {
         why = "it is the shape of a split tensor, which differs from process to process";

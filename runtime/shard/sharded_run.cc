@@ -75,7 +75,7 @@ Expected<ShardPlan> PlanShards(const RunArgs& a, int rank, int size, Graph* grap
       continue;
     }
     const Node& node = graph->nodes()[static_cast<size_t>(i)];
-    const std::string who = "node '" + node.id + "' (" + node.op + "): ";
+    const std::string who = NodeName(*graph, node.id) + ": ";
     const OpSchema* schema = OpRegistry::Global().Find(node.op);
     if (!schema || !IsFedBlock(*schema)) {
       errors.push_back(who + "--shard: only a Placeholder's batch can be split");
