@@ -4,6 +4,8 @@
 // known extension (so the samples' .pb, .pbtxt and .json files are seeds as they are). Each
 // input is imported whole, then cut: the last node fetched and the first fed, the planner's
 // cutting path. Nothing is written: the import result is only analysed.
+#include <google/protobuf/stubs/logging.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,6 +38,8 @@ void ImportAndAnalyse(const std::string& bytes, tfi::GraphDefFormat format,
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool registered = [] {
     blockflow::RegisterBuiltinBlocks();
+    // protobuf logs every malformed string to stderr; the import's own errors say enough.
+    google::protobuf::SetLogHandler(nullptr);
     return true;
   }();
   (void)registered;

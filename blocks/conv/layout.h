@@ -31,7 +31,8 @@ struct AlignedAllocator {
   template <typename U>
   AlignedAllocator(const AlignedAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
   C* allocate(size_t n) { return static_cast<C*>(::operator new(n * sizeof(C), kAlignment)); }
-  void deallocate(C* p, size_t n) { ::operator delete(p, n * sizeof(C), kAlignment); }
+  // The unsized form: clang 14 does not declare sized deallocation by default.
+  void deallocate(C* p, size_t) { ::operator delete(p, kAlignment); }
   template <typename U>
   bool operator==(const AlignedAllocator<U>&) const {
     return true;
