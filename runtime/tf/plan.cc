@@ -271,7 +271,7 @@ std::vector<std::string> Summary(const pb::GraphDef& gd, const ImportOptions& op
     list += (list.empty() ? "" : ", ") + op + " x" + std::to_string(n);
   std::vector<std::string> lines;
   lines.push_back(std::to_string(unsupported.size()) + " node" +
-                  (unsupported.size() == 1 ? "" : "s") + " use " + std::to_string(ops.size()) +
+                  (unsupported.size() == 1 ? " uses " : "s use ") + std::to_string(ops.size()) +
                   " op" + (ops.size() == 1 ? "" : "s") + " blockflow lacks: " + list);
   const size_t limit = options.detail_lines == 0 ? 0 : 12;
   if (options.fetches.empty()) {
