@@ -94,13 +94,9 @@ std::optional<Dims> Broadcast(const Dims& a, const Dims& b) {
   for (size_t i = 0; i < rank; ++i) {
     const int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (x == 1) {
+    if (x == 1 || (x == -1 && y != 1)) {
       out[i] = y;
-    } else if (y == 1) {
-      out[i] = x;
-    } else if (x == -1 || y == -1) {
-      out[i] = x == -1 ? y : x;
-    } else if (x == y) {
+    } else if (y == 1 || y == -1 || x == y) {
       out[i] = x;
     } else {
       return std::nullopt;
