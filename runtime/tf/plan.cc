@@ -415,13 +415,13 @@ void Order(const pb::GraphDef& gd, ImportPlan* plan) {
       const TensorRef tensor{in.node, in.index};
       if (plan->feeds.count(tensor)) {
         if (emitted.insert(FedPlaceholderId(tensor)).second)
-          plan->order.emplace_back(std::in_place_type<FedTensor>, tensor);
+          plan->order.emplace_back().emplace<FedTensor>(FedTensor{tensor});
         continue;
       }
       if (plan->kept.count(in.node)) visit(in.node);
     }
     st = 2;
-    plan->order.emplace_back(std::in_place_type<KeptNode>, index);
+    plan->order.emplace_back().emplace<KeptNode>(KeptNode{index});
   };
   for (const pb::NodeDef& n : gd.node()) {
     if (plan->kept.count(n.name())) visit(n.name());
@@ -429,7 +429,7 @@ void Order(const pb::GraphDef& gd, ImportPlan* plan) {
   // A fetched fed tensor with no consumer in the graph.
   for (const TensorRef& tensor : plan->feeds) {
     if (emitted.insert(FedPlaceholderId(tensor)).second)
-      plan->order.emplace_back(std::in_place_type<FedTensor>, tensor);
+      plan->order.emplace_back().emplace<FedTensor>(FedTensor{tensor});
   }
 }
 

@@ -570,6 +570,13 @@ TEST(ImportTfTest, FeedShapesAreInferredThroughOpsBlockflowLacks) {
       attr { key: "squeeze_dims" value { list { i: 1 } } } }
     node { name: "out" op: "Identity" input: "squeeze" attr { key: "T" value { type: DT_FLOAT } } }
     node { name: "out_avg" op: "Identity" input: "avg" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "xc" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 2 } dim { size: 3 } dim { size: 28 } dim { size: 27 } } } } }
+    node { name: "pool_nchw" op: "MaxPool" input: "xc" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "ksize" value { list { i: 1 i: 1 i: 2 i: 2 } } } attr { key: "strides" value { list { i: 1 i: 1 i: 2 i: 2 } } }
+      attr { key: "padding" value { s: "VALID" } } attr { key: "data_format" value { s: "NCHW" } } }
+    node { name: "bgrad_nchw" op: "BiasAddGrad" input: "pool_nchw" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "data_format" value { s: "NCHW" } } }
   )";
   // conv VALID 5x5: 24x24x6; pool SAME 3x3/2: 12x12; avg VALID 3x3/2: 5x5; pad: 12+1+2=15 rows,
   // 12+0+1=13 cols; concat on channels: 12; reshape: [2, 15*13*12=2340]...
@@ -593,7 +600,9 @@ TEST(ImportTfTest, FeedShapesAreInferredThroughOpsBlockflowLacks) {
                                          {"flat", {2, 2340}},
                                          {"fc", {2, 10}},
                                          {"expand", {2, 1, 10}},
-                                         {"squeeze", {2, 10}}}) {
+                                         {"squeeze", {2, 10}},
+                                         {"pool_nchw", {2, 3, 14, 13}},
+                                         {"bgrad_nchw", {3}}}) {
     SCOPED_TRACE(w.feed);
     EXPECT_EQ(facts.Get({w.feed, 0}).dims, w.shape) << facts.Get({w.feed, 0}).unknown;
     EXPECT_EQ(facts.Get({w.feed, 0}).dtype, DType::kFloat32);
