@@ -574,6 +574,34 @@ std::vector<TensorFacts> GraphFacts::Rule(int index) {
     out.insert(out.begin() + at, 1);
     return one(out);
   }
+  if (op == "StridedSlice") {
+    // The value of a slice of a 1-D integer tensor, as tf.shape(x)[0] and tf.shape(x)[1:3] make:
+    // one axis, no ellipsis or new axis.
+    std::optional<Dims> v = needs_value(0), b = needs_value(1), e = needs_value(2),
+                        st = needs_value(3);
+    auto mask = [&](const char* key) {
+      const pb::AttrValue* a = FindAttr(n, key);
+      return a ? a->i() : 0;
+    };
+    if (!v || !b || !e || !st || in[0]->value->shape().rank() != 1 || b->size() != 1 ||
+        e->size() != 1 || st->size() != 1 || (*st)[0] != 1 || mask("ellipsis_mask") != 0 ||
+        mask("new_axis_mask") != 0) {
+      return fail("has a shape rule only for a unit-stride slice of a constant 1-D integer tensor");
+    }
+    const int64_t size = static_cast<int64_t>(v->size());
+    auto clamp = [&](int64_t i) { return std::clamp(i < 0 ? i + size : i, int64_t{0}, size); };
+    const int64_t begin = (mask("begin_mask") & 1) != 0 ? 0 : clamp((*b)[0]);
+    const bool shrink = (mask("shrink_axis_mask") & 1) != 0;
+    const int64_t end = shrink ? begin + 1 : (mask("end_mask") & 1) != 0 ? size : clamp((*e)[0]);
+    if (begin >= size && shrink) return fail("slice index out of range");
+    const int64_t count = std::max<int64_t>(0, end - begin);
+    Tensor t(in[0]->value->dtype(), shrink ? Shape{} : Shape{count});
+    for (int64_t i = 0; i < count; ++i)
+      t.SetFromDouble(i, static_cast<double>((*v)[static_cast<size_t>(begin + i)]));
+    TensorFacts f = Known(t.dtype(), t.shape().dims());
+    f.value = std::make_shared<Tensor>(std::move(t));
+    return {f};
+  }
   if (op == "Pack") {
     if (const TensorFacts* u = unknown_input(0, in.size())) return pass_on(u);
     if (in.empty()) return fail("has no inputs");

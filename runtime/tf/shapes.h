@@ -3,8 +3,9 @@
 // Placeholder's or variable's shape attr, a Const's tensor, blockflow's own shape function for
 // the ops it has, and shape-only rules for common ops it lacks (MaxPool, AvgPool, Relu and the
 // other elementwise ops, BiasAdd, Reshape, Pad, ConcatV2, MatMul, Squeeze, ExpandDims, Pack,
-// the queues' component_types and shapes...); `_output_shapes` fills in what those leave open.
-// When a shape stays unknown, `unknown` says why, naming the node where that starts.
+// StridedSlice, the queues' component_types and shapes...); `_output_shapes` fills in what
+// those leave open. When a shape stays unknown, `unknown` says why, naming the node where that
+// starts.
 //
 //   GraphFacts facts(gd, plan, registry);
 //   const TensorFacts& f = facts.Get({"pool1/MaxPool", 0});

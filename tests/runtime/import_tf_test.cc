@@ -570,6 +570,21 @@ TEST(ImportTfTest, FeedShapesAreInferredThroughOpsBlockflowLacks) {
       attr { key: "squeeze_dims" value { list { i: 1 } } } }
     node { name: "out" op: "Identity" input: "squeeze" attr { key: "T" value { type: DT_FLOAT } } }
     node { name: "out_avg" op: "Identity" input: "avg" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "shape_x" op: "Shape" input: "x" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "out_type" value { type: DT_INT32 } } }
+    node { name: "i0" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 0 } } } }
+    node { name: "i1" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 1 } } } }
+    node { name: "batch" op: "StridedSlice" input: "shape_x" input: "i0" input: "i1" input: "i1"
+      attr { key: "T" value { type: DT_INT32 } } attr { key: "Index" value { type: DT_INT32 } }
+      attr { key: "shrink_axis_mask" value { i: 1 } } }
+    node { name: "minus1" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: -1 } } } }
+    node { name: "flat2_shape" op: "Pack" input: "batch" input: "minus1"
+      attr { key: "T" value { type: DT_INT32 } } attr { key: "N" value { i: 2 } } attr { key: "axis" value { i: 0 } } }
+    node { name: "flat2" op: "Reshape" input: "x" input: "flat2_shape" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "tanh2" op: "Tanh" input: "flat2" attr { key: "T" value { type: DT_FLOAT } } }
     node { name: "xc" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
       attr { key: "shape" value { shape { dim { size: 2 } dim { size: 3 } dim { size: 28 } dim { size: 27 } } } } }
     node { name: "pool_nchw" op: "MaxPool" input: "xc" attr { key: "T" value { type: DT_FLOAT } }
@@ -602,7 +617,8 @@ TEST(ImportTfTest, FeedShapesAreInferredThroughOpsBlockflowLacks) {
                                          {"expand", {2, 1, 10}},
                                          {"squeeze", {2, 10}},
                                          {"pool_nchw", {2, 3, 14, 13}},
-                                         {"bgrad_nchw", {3}}}) {
+                                         {"bgrad_nchw", {3}},
+                                         {"tanh2", {2, 2352}}}) {
     SCOPED_TRACE(w.feed);
     EXPECT_EQ(facts.Get({w.feed, 0}).dims, w.shape) << facts.Get({w.feed, 0}).unknown;
     EXPECT_EQ(facts.Get({w.feed, 0}).dtype, DType::kFloat32);
