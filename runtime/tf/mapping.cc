@@ -102,9 +102,10 @@ Expected<json> PlaceholderAttrs(const pb::NodeDef& n, GraphFacts& facts) {
   return json{{"dtype", std::string(DTypeName(dtype))}, {"shape", DimsJson(*f.dims)}};
 }
 
+}  // namespace
+
 // Any other op's attrs: the schema's, converted; TensorFlow-only ones dropped silently, others
 // the block lacks dropped with a note. Every conversion error is reported, one per line.
-}  // namespace
 
 Expected<json> ConvertOpAttrs(const pb::NodeDef& n, const OpSchema& schema,
                               std::vector<std::string>* notes) {

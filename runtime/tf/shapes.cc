@@ -37,24 +37,26 @@ bool AttrBool(const pb::NodeDef& n, const std::string& key) {
   return a && a->value_case() == pb::AttrValue::kB && a->b();
 }
 
-// The dtype of output k as the NodeDef's attrs state it: a per-output list first, then the
-// attrs that name an output type, and T last (T is the *input* type of Shape, Cast...).
-std::optional<DType> NodeDType(const pb::NodeDef& n, int k) {
+// The TensorFlow dtype of output k as the NodeDef's attrs state it: a per-output list first,
+// then the attrs that name an output type, and T last (T is the *input* type of Shape, Cast...).
+std::optional<int> RawDType(const pb::NodeDef& n, int k) {
   for (const char* key : {"_output_types", "component_types", "output_types", "Toutputs"}) {
     const pb::AttrValue* a = FindAttr(n, key);
-    if (a && a->list().type_size() > k) {
-      Expected<DType> d = ToDType(a->list().type(k), "");
-      return d.ok() ? std::optional<DType>(*d) : std::nullopt;
-    }
+    if (a && a->list().type_size() > k) return a->list().type(k);
   }
   for (const char* key : {"out_type", "output_type", "DstT", "dtype", "T"}) {
     const pb::AttrValue* a = FindAttr(n, key);
-    if (a && a->value_case() == pb::AttrValue::kType) {
-      Expected<DType> d = ToDType(a->type(), "");
-      return d.ok() ? std::optional<DType>(*d) : std::nullopt;
-    }
+    if (a && a->value_case() == pb::AttrValue::kType) return a->type();
   }
   return std::nullopt;
+}
+
+// The same as a blockflow dtype, when it has one.
+std::optional<DType> NodeDType(const pb::NodeDef& n, int k) {
+  std::optional<int> t = RawDType(n, k);
+  if (!t) return std::nullopt;
+  Expected<DType> d = ToDType(*t, "");
+  return d.ok() ? std::optional<DType>(*d) : std::nullopt;
 }
 
 std::optional<Dims> ShapeAttr(const pb::NodeDef& n, const std::string& key) {
@@ -234,7 +236,12 @@ void GraphFacts::Infer(int root) {
         }
       }
       if (!f.dims && f.unknown.empty()) f.unknown = Who(n) + "its shape cannot be inferred";
-      if (!f.dtype && f.unknown.empty()) f.unknown = Who(n) + "its dtype cannot be told";
+      if (!f.dtype) {
+        // Say why: no attr names the dtype, or it has no blockflow equivalent (DT_STRING...).
+        std::optional<int> raw = RawDType(n, static_cast<int>(k));
+        f.unknown = raw ? ToDType(*raw, Who(n) + "output " + std::to_string(k)).status().message()
+                        : Who(n) + "no attr gives the dtype of output " + std::to_string(k);
+      }
       const TensorRef tensor{n.name(), static_cast<int>(k)};
       auto spec = plan_.feed_specs.find(tensor);
       if (spec != plan_.feed_specs.end()) {  // a --feed overrides what the graph says
