@@ -657,6 +657,39 @@ TEST(ImportTfTest, AShapeThatCannotBeToldSaysWhereAndHowToGiveIt) {
   EXPECT_EQ(r->graph.FindNode("r")->attrs, json({{"dtype", "float32"}, {"shape", {-1}}}));
 }
 
+// A dtype blockflow lacks, or none at all, is named at the node that has it.
+TEST(ImportTfTest, AFeedWhoseDtypeCannotBeToldSaysWhy) {
+  const std::string pbtxt = R"(
+    node { name: "s" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } }
+      attr { key: "shape" value { shape { dim { size: 2 } } } } }
+    node { name: "q" op: "SomeOp" input: "s" }
+    node { name: "y" op: "Identity" input: "q" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "y2" op: "Identity" input: "s" attr { key: "T" value { type: DT_STRING } } }
+  )";
+  ImportOptions o;
+  o.fetches = {"y"};
+  o.feeds = {"q"};
+  Expected<ImportResult> r = ImportText(pbtxt, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "--feed q: cannot tell the dtype of 'q': node 'q' (SomeOp): no attr gives the dtype "
+            "of output 0; give them with --feed q:float32[d0,d1,...] (-1 for a free size) or "
+            "--feed q=FILE.npy");
+  o.fetches = {"y2"};
+  o.feeds = {"s"};
+  r = ImportText(pbtxt, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--feed s: cannot tell the dtype of 's': node 's' "
+                                      "(Placeholder): output 0: dtype DT_STRING has no blockflow "
+                                      "equivalent"),
+            std::string::npos)
+      << Errors(r);
+  o.feeds = {"q:float32[4]"};
+  o.fetches = {"y"};
+  r = ImportText(pbtxt, o);
+  EXPECT_TRUE(r.ok()) << Errors(r);
+}
+
 TEST(ImportTfTest, MalformedFeedFlagsAreErrors) {
   const std::string pbtxt = R"(
     node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
