@@ -1032,6 +1032,43 @@ TEST(ImportTfCliTest, GradientsOfACnnTrainingStep) {
                    {"x", "conv1/weights", g1}}});
 }
 
+// conv2d_transpose builds its output shape with Pack (an op blockflow lacks) from
+// tf.shape(dy)[0] and constants: the cut there becomes a Const of the inferred value, so the
+// graph knows its output shape.
+TEST(ImportTfTest, GradientsCutAKnownIntegerTensorAsAConst) {
+  const std::string pbtxt = R"(
+node { name: "dy" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "shape" value { shape { dim { size: 2 } dim { size: 4 } dim { size: 4 } dim { size: 8 } } } } }
+node { name: "w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "shape" value { shape { dim { size: 3 } dim { size: 3 } dim { size: 3 } dim { size: 8 } } } } }
+node { name: "shape_dy" op: "Shape" input: "dy" attr { key: "T" value { type: DT_FLOAT } } attr { key: "out_type" value { type: DT_INT32 } } }
+node { name: "i0" op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 0 } } } }
+node { name: "i1" op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 1 } } } }
+node { name: "b" op: "StridedSlice" input: "shape_dy" input: "i0" input: "i1" input: "i1" attr { key: "T" value { type: DT_INT32 } } attr { key: "shrink_axis_mask" value { i: 1 } } }
+node { name: "h" op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 8 } } } }
+node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 3 } } } }
+node { name: "out_shape" op: "Pack" input: "b" input: "h" input: "h" input: "c" attr { key: "T" value { type: DT_INT32 } } attr { key: "N" value { i: 4 } } }
+node { name: "deconv" op: "Conv2DBackpropInput" input: "out_shape" input: "w" input: "dy" attr { key: "T" value { type: DT_FLOAT } } attr { key: "strides" value { list { i: 1 i: 2 i: 2 i: 1 } } } attr { key: "padding" value { s: "SAME" } } }
+)";
+  RegisterBuiltinBlocks();
+  Expected<std::vector<tfimport::GradientImport>> g =
+      tfimport::ImportGradients(pbtxt, "t.pbtxt", GraphDefFormat::kText, {}, OpRegistry::Global());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->size(), 1u);
+  const tfimport::GradientImport& d = (*g)[0];
+  ASSERT_TRUE(d.status.ok()) << d.status.message();
+  EXPECT_EQ(d.node, "deconv");
+  EXPECT_EQ(d.file, "deconv.json");
+  EXPECT_EQ(d.geometry, "x [2,8,8,3] w [3,3,3,8] y [2,4,4,8] s 2,2 SAME NHWC");
+  EXPECT_EQ(d.fed, (std::vector<std::string>{"dy", "w"}));
+  const Node* sizes = d.result.graph.FindNode("out_shape");
+  ASSERT_NE(sizes, nullptr);
+  EXPECT_EQ(sizes->op, "Const");
+  EXPECT_EQ(sizes->attrs["value"], json({2, 8, 8, 3}));
+  GraphAnalysis a = AnalyzeGraph(d.result.graph, OpRegistry::Global());
+  ASSERT_TRUE(a.ok()) << a.issues[0].ToString();
+  EXPECT_EQ(a.nodes[static_cast<size_t>(d.result.graph.IndexOf("deconv"))].outputs[0].shape,
+            (Shape{2, 8, 8, 3}));
+}
+
 // A node that cannot be imported gets its reason in the table; the others are written, and
 // the exit status says that not all were.
 TEST(ImportTfCliTest, GradientsTableGivesTheReasonOfANodeWithoutAGraph) {
