@@ -44,14 +44,9 @@ bool CheckFetches(const Graph& graph, const GraphAnalysis& analysis, const std::
   return ok;
 }
 
-// What a needed Placeholder without a --feed is told: the flag, and the graph's own
-// suggestion (its ui.feed) when it has one.
-std::string MissingFeedHint(const Graph& graph, const Node& node) {
-  std::string hint = "needs a value: pass --feed " + node.id + "=FILE.npy";
-  if (std::optional<std::string> file = UiFeedFile(node)) {
-    hint += " (the graph suggests --feed " + node.id + "=" + ResolveGraphPath(graph, *file) + ")";
-  }
-  return hint;
+// What a needed Placeholder without a --feed (and without a ui.feed file) is told.
+std::string MissingFeedHint(const Graph& /*graph*/, const Node& node) {
+  return "needs a value: pass --feed " + node.id + "=FILE.npy";
 }
 
 }  // namespace
@@ -94,6 +89,9 @@ std::optional<Prepared> Prepare(Graph graph, const std::string& path,
   FeedSources sources;
   for (const auto& [id, file] : feed_files) sources.files.push_back({id, file});
   sources.missing_message = MissingFeedHint;
+  // A Placeholder no --feed names reads the file its graph records (ui.feed), as in the
+  // editor: an imported graph (import-tf --feed NAME=FILE.npy) runs as it is.
+  sources.use_ui_feed = true;
   sources.slices = options.slices;
   Expected<std::map<std::string, Tensor>> feeds = LoadFeeds(p.graph, unfed, p.fetches, sources);
   if (!feeds.ok()) PrintError(err, path, feeds.status().message());

@@ -22,7 +22,8 @@ const std::map<std::string, CommandHelp>& Helps() {
         "       mpirun -n P blockflow run GRAPH.json --shard ID[:AXIS]... --feed ID=FILE.npy...\n"
         "                     [--combine ID[:K]=gather|sum|first]... [--deterministic] [...]\n",
         "Runs the graph and prints each fetched tensor's dtype, shape, min, max and mean.\n"
-        "  --feed ID=FILE.npy  value for Placeholder ID (dtype and shape must match it)\n"
+        "  --feed ID=FILE.npy  value for Placeholder ID (dtype and shape must match it); without\n"
+        "                      one, a Placeholder is fed from its graph's ui.feed file if any\n"
         "  --fetch ID[:K]      output K (default 0) of node ID; default: every output that\n"
         "                      feeds nothing\n"
         "  --out DIR           write DIR/ID.npy (output 0) and DIR/ID.K.npy (output K), a '/'\n"
@@ -66,7 +67,8 @@ const std::map<std::string, CommandHelp>& Helps() {
         "graph's run time (median of N runs), its peak memory and minor page faults per run;\n"
         "then each block's kernel alone with its inputs ready, and the memory it adds at its\n"
         "peak (blocks whose values are known before the run, such as Consts, are not timed).\n"
-        "  --feed ID=FILE.npy  value for Placeholder ID (dtype and shape must match it)\n"
+        "  --feed ID=FILE.npy  value for Placeholder ID (dtype and shape must match it); without\n"
+        "                      one, a Placeholder is fed from its graph's ui.feed file if any\n"
         "  --warmup K          untimed runs first, of the graph and of each block (default 2)\n"
         "  --repeat N          timed runs, of the graph and of each block (default 10, >= 1)\n"
         "  --threads N         threads per kernel (default: all cores)\n"
@@ -85,8 +87,10 @@ const std::map<std::string, CommandHelp>& Helps() {
         "  --json      one JSON object, {\"ops\": [...]}, for tools\n"
         "  --markdown  Markdown; docs/blocks.md is `blockflow ops --markdown`\n"}},
       {"import-tf",
-       {"usage: blockflow import-tf GRAPHDEF -o GRAPH.json [--fetch NAME]... [--feed "
-        "NAME[:K]]...\n",
+       {"usage: blockflow import-tf GRAPHDEF -o GRAPH.json [--fetch NAME]... [--feed FEED]... "
+        "[--verbose]\n"
+        "       blockflow import-tf GRAPHDEF --gradients -o DIR [--feed FEED]...\n"
+        "       blockflow import-tf GRAPHDEF --gradients --single -o GRAPH.json [--feed FEED]...\n",
         "Converts a TensorFlow GraphDef (binary .pb, text .pbtxt, or protobuf JSON .json) to a\n"
         "blockflow graph. Control edges are dropped; TensorFlow-only attrs are dropped.\n"
         "The result is validated first: when it is invalid, nothing is written (exit 1).\n"
@@ -94,7 +98,17 @@ const std::map<std::string, CommandHelp>& Helps() {
         "                           elements go to GRAPH_consts/ID.npy beside it)\n"
         "  --fetch NAME             keep only what node NAME needs (repeatable)\n"
         "  --feed NAME[:K]          cut the graph at tensor NAME:K and put a Placeholder there\n"
-        "                           (id NAME for output 0, NAME_K for output K)\n"}},
+        "                           (id NAME for output 0, NAME_K for output K); its dtype and\n"
+        "                           shape come from the GraphDef or are inferred\n"
+        "  --feed NAME[:K]=FILE.npy the same, dtype and shape from the file, which the\n"
+        "                           Placeholder's ui.feed then names (inside GRAPH's folder)\n"
+        "  --feed NAME[:K]:DTYPE[d0,d1,...]  the same, dtype and shape given (-1: any size)\n"
+        "  --gradients              one runnable graph per convolution node (Conv2D,\n"
+        "                           DepthwiseConv2dNative and their gradients) into DIR, each\n"
+        "                           cut at the outputs of ops blockflow lacks; prints a table\n"
+        "                           (exit 1 when some node has no graph)\n"
+        "  --single                 with --gradients: one graph holding all of them\n"
+        "  --verbose                list every node a failed import cannot take, not just 20\n"}},
   };
   return helps;
 }

@@ -36,9 +36,16 @@ enum class GraphDefFormat { kAuto, kBinary, kText, kJson };
 /// What to import.
 struct ImportOptions {
   std::vector<std::string> fetches;  // node names ("name" or "name:K"); empty: every node
-  std::vector<std::string> feeds;    // "name" or "name:K": the graph is cut there
+  // Tensors where the graph is cut, each becoming a Placeholder: "NAME[:K]" (dtype and shape
+  // from the GraphDef or inferred), "NAME[:K]=FILE.npy" (from the file, which becomes the
+  // Placeholder's ui.feed) or "NAME[:K]:DTYPE[d0,d1,...]" (given; -1 for a free size).
+  std::vector<std::string> feeds;
   std::string const_dir = "consts";  // folder, relative to the output graph, for large Const values
   int64_t inline_limit = 64;         // Const values with more elements go to .npy files
+  std::string graph_dir = ".";       // the output graph's folder: --feed files are named from it
+  bool cut_unsupported = false;      // cut every tensor that an op blockflow lacks produces
+  bool ignore_unused_feeds = false;  // a --feed no kept node reads is no error
+  size_t detail_lines = 20;          // per-node lines in the summary of a failed import; 0: all
 };
 
 /// An imported graph plus the Const .npy files it refers to.
@@ -47,6 +54,39 @@ struct ImportResult {
   std::vector<std::pair<std::string, Tensor>> const_files;  // path relative to the graph → value
   std::vector<std::string> notes;                           // dropped attrs worth knowing about
 };
+
+/// One convolution node of `--gradients`: its own runnable graph, or why there is none.
+struct GradientImport {
+  std::string node;              // the NodeDef's name
+  std::string op;                // one of the six convolution ops
+  std::string geometry;          // "x [2,8,8,3] w [3,3,3,4] y [2,8,8,4] s 1,1 SAME NHWC"
+  std::vector<std::string> fed;  // the Placeholders the graph is cut at
+  std::string file;              // its file name: the node's name, '/' as '.', and ".json"
+  Status status;                 // OK, or why the node has no graph
+  ImportResult result;           // the graph when status is OK
+};
+
+/// Every convolution node of a GraphDef (Conv2D, DepthwiseConv2dNative and their gradients),
+/// each imported on its own: fetched, and cut at the nearest tensors blockflow cannot compute
+/// (the outputs of ops it lacks), whose shapes are inferred. `options.fetches` and
+/// `options.const_dir` are ignored (each graph's Const files go to FILE_consts/); the feeds
+/// apply where a node reads them. Fails only when the GraphDef cannot be read or holds
+/// no convolution.
+Expected<std::vector<GradientImport>> ImportGradients(const std::string& bytes,
+                                                      const std::string& origin,
+                                                      GraphDefFormat format,
+                                                      const ImportOptions& options,
+                                                      const OpRegistry& registry);
+/// The same from a file.
+Expected<std::vector<GradientImport>> ImportGradientsFile(const std::string& path,
+                                                          const ImportOptions& options,
+                                                          const OpRegistry& registry);
+/// One graph holding every node of `gradients` whose status is OK (--single).
+Expected<ImportResult> ImportGradientsTogether(const std::string& bytes, const std::string& origin,
+                                               GraphDefFormat format,
+                                               const std::vector<GradientImport>& gradients,
+                                               const ImportOptions& options,
+                                               const OpRegistry& registry);
 
 /// The format implied by a file name (.pb/.graphdef → binary, .pbtxt/.txt/.pbtext → text,
 /// .json → JSON), else by sniffing the bytes.
@@ -60,10 +100,13 @@ Expected<ImportResult> ImportGraphDef(const std::string& bytes, const std::strin
 /// Reads and imports a GraphDef file.
 Expected<ImportResult> ImportGraphDefFile(const std::string& path, const ImportOptions& options,
                                           const OpRegistry& registry);
+/// Reads a GraphDef file's bytes and format.
+Expected<std::pair<std::string, GraphDefFormat>> ReadGraphDefFile(const std::string& path);
 /// Writes the graph to `path` and the Const files beside it (each atomically).
 Status WriteImport(const ImportResult& result, const std::string& path);
 /// The same, but first checks the graph as it will load (Const files included): when
-/// it is invalid nothing is written and the error lists every problem, one per line.
+/// it is invalid nothing is written and the error (kInvalidArgument) lists every problem, one
+/// per line; a failed write is a kIo error.
 Status WriteValidImport(const ImportResult& result, const std::string& path,
                         const OpRegistry& registry);
 

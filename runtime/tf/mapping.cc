@@ -4,6 +4,7 @@
 
 #include "blocks/basic/basic_ops.h"
 #include "core/text.h"
+#include "runtime/tf/shapes.h"
 #include "runtime/tf/values.h"
 
 namespace blockflow::tfimport {
@@ -23,47 +24,43 @@ const std::set<std::string>& TfOnlyAttrs() {
   return names;
 }
 
-// The Placeholder for a fed tensor: dtype and shape from the cut node's attrs.
-Expected<Node> FedPlaceholder(const pb::NodeDef& n, const TensorRef& tensor) {
+// How to give a tensor's dtype and shape on the command line.
+std::string FeedHint(const std::string& tensor, std::optional<DType> dtype) {
+  const std::string d = dtype ? std::string(DTypeName(*dtype)) : "float32";
+  return "give them with --feed " + tensor + ":" + d +
+         "[d0,d1,...] (-1 for a free size) or --feed " + tensor + "=FILE.npy";
+}
+
+// The Placeholder for a fed tensor: dtype and shape from the --feed, else from the facts (the
+// GraphDef's attrs or inference). A tensor cut by cut_unsupported whose small integer value is
+// known becomes a Const of that value.
+Expected<Node> FedPlaceholder(const ImportPlan& plan, GraphFacts& facts, const TensorRef& tensor) {
   const auto& [name, k] = tensor;
-  const std::string what = "--feed " + TensorName(name, k);
-  // The output's dtype: a per-output list first, then the attrs that name an output
-  // type, and T last (T is the *input* type of Shape, Cast and the like).
-  std::optional<int> tf_dtype;
-  auto types = n.attr().find("_output_types");
-  if (types != n.attr().end() && types->second.list().type_size() > k)
-    tf_dtype = types->second.list().type(k);
-  for (const char* key : {"out_type", "output_type", "DstT", "dtype", "T"}) {
-    if (tf_dtype) break;
-    auto it = n.attr().find(key);
-    if (it != n.attr().end() && it->second.value_case() == pb::AttrValue::kType)
-      tf_dtype = it->second.type();
+  const std::string tname = TensorName(name, k);
+  auto spec = plan.feed_specs.find(tensor);
+  const std::string what = "--feed " + (spec != plan.feed_specs.end() ? spec->second.text : tname);
+  const TensorFacts& f = facts.Get(tensor);
+  if (!f.dtype) {
+    return InvalidArgument(what + ": cannot tell the dtype of '" + tname + "': " + f.unknown +
+                           "; " + FeedHint(tname, std::nullopt));
   }
-  if (!tf_dtype) {
-    return InvalidArgument(what + ": cannot tell the dtype of '" + TensorName(name, k) +
-                           "': node '" + name + "' (" + n.op() +
-                           ") has no out_type, DstT, dtype or T attr");
-  }
-  ASSIGN_OR_RETURN(DType dtype, ToDType(*tf_dtype, what));
-  std::optional<std::vector<int64_t>> dims;
-  auto shapes = n.attr().find("_output_shapes");
-  if (shapes != n.attr().end() && shapes->second.list().shape_size() > k) {
-    dims = ShapeDims(shapes->second.list().shape(k));
-  }
-  if (!dims && k == 0) {
-    auto s = n.attr().find("shape");
-    if (s != n.attr().end() && s->second.value_case() == pb::AttrValue::kShape)
-      dims = ShapeDims(s->second.shape());
-  }
-  if (!dims) {
-    return InvalidArgument(what + ": cannot tell the shape of '" + TensorName(name, k) +
-                           "': node '" + name + "' (" + n.op() +
-                           ") has no _output_shapes or shape attr");
+  if (!f.dims) {
+    return InvalidArgument(what + ": cannot tell the shape of '" + tname + "': " + f.unknown +
+                           "; " + FeedHint(tname, f.dtype));
   }
   Node p;
   p.id = FedPlaceholderId(tensor);
+  if (plan.auto_cuts.count(tensor) && f.value) {
+    p.op = "Const";
+    p.attrs = json{{"dtype", std::string(DTypeName(f.value->dtype()))},
+                   {"shape", DimsJson(f.value->shape().dims())},
+                   {"value", ops::TensorToJsonValues(*f.value)}};
+    return p;
+  }
   p.op = "Placeholder";
-  p.attrs = json{{"dtype", std::string(DTypeName(dtype))}, {"shape", DimsJson(*dims)}};
+  p.attrs = json{{"dtype", std::string(DTypeName(*f.dtype))}, {"shape", DimsJson(*f.dims)}};
+  if (spec != plan.feed_specs.end() && !spec->second.ui_feed.empty())
+    p.ui = json{{"feed", spec->second.ui_feed}};
   return p;
 }
 
@@ -89,30 +86,29 @@ Expected<json> ConstAttrs(const pb::NodeDef& n, const ImportOptions& options,
 }
 
 // A Placeholder's attrs: dtype, and a shape of known rank.
-Expected<json> PlaceholderAttrs(const pb::NodeDef& n) {
+Expected<json> PlaceholderAttrs(const pb::NodeDef& n, GraphFacts& facts) {
   auto d = n.attr().find("dtype");
   if (d == n.attr().end() || d->second.value_case() != pb::AttrValue::kType) {
     return InvalidArgument(Who(n) + "has no 'dtype' attr");
   }
   ASSIGN_OR_RETURN(DType dtype, ToDType(d->second.type(), Who(n) + "attr 'dtype'"));
-  std::optional<std::vector<int64_t>> dims;
-  auto s = n.attr().find("shape");
-  if (s != n.attr().end() && s->second.value_case() == pb::AttrValue::kShape)
-    dims = ShapeDims(s->second.shape());
-  auto shapes = n.attr().find("_output_shapes");
-  if (!dims && shapes != n.attr().end() && shapes->second.list().shape_size() > 0) {
-    dims = ShapeDims(shapes->second.list().shape(0));
+  const TensorFacts& f = facts.Get({n.name(), 0});
+  if (!f.dims) {
+    std::string why = f.unknown;
+    if (why.rfind(Who(n), 0) == 0) why = why.substr(Who(n).size());
+    return InvalidArgument(Who(n) + why + "; blockflow needs its rank (sizes may be -1): " +
+                           FeedHint(n.name(), dtype));
   }
-  if (!dims) {
-    return InvalidArgument(
-        Who(n) + "its shape has unknown rank; blockflow needs the rank (sizes may be -1)");
-  }
-  return json{{"dtype", std::string(DTypeName(dtype))}, {"shape", DimsJson(*dims)}};
+  return json{{"dtype", std::string(DTypeName(dtype))}, {"shape", DimsJson(*f.dims)}};
 }
+
+}  // namespace
 
 // Any other op's attrs: the schema's, converted; TensorFlow-only ones dropped silently, others
 // the block lacks dropped with a note. Every conversion error is reported, one per line.
-Expected<json> OpAttrs(const pb::NodeDef& n, const OpSchema& schema, ImportResult* result) {
+
+Expected<json> ConvertOpAttrs(const pb::NodeDef& n, const OpSchema& schema,
+                              std::vector<std::string>* notes) {
   json attrs = json::object();
   std::vector<std::string> errors;
   std::vector<std::string> keys;
@@ -121,8 +117,8 @@ Expected<json> OpAttrs(const pb::NodeDef& n, const OpSchema& schema, ImportResul
   for (const std::string& key : keys) {
     if (key.empty() || key[0] == '_' || TfOnlyAttrs().count(key)) continue;
     if (!schema.FindAttr(key)) {
-      result->notes.push_back(Who(n) + "attr '" + key + "' dropped: blockflow's " + n.op() +
-                              " has no such attr");
+      notes->push_back(Who(n) + "attr '" + key + "' dropped: blockflow's " + n.op() +
+                       " has no such attr");
       continue;
     }
     Expected<json> j = AttrToJson(n.attr().at(key), Who(n) + "attr '" + key + "'");
@@ -142,16 +138,8 @@ Expected<json> OpAttrs(const pb::NodeDef& n, const OpSchema& schema, ImportResul
   return attrs;
 }
 
-// Wires a kept NodeDef's data inputs to the schema's ports in order, a list port taking what
-// the others leave.
-Status WireInputs(const pb::NodeDef& n, const std::vector<TfInput>& tf_inputs,
-                  const ImportPlan& plan, const OpSchema& schema, Node* node) {
-  std::vector<Endpoint> eps;
-  for (const TfInput& in : tf_inputs) {
-    const TensorRef tensor{in.node, in.index};
-    eps.push_back(plan.feeds.count(tensor) ? Endpoint{FedPlaceholderId(tensor), 0}
-                                           : Endpoint{in.node, in.index});
-  }
+Status WireEndpoints(const pb::NodeDef& n, const std::vector<Endpoint>& eps, const OpSchema& schema,
+                     Node* node) {
   const auto& ports = schema.inputs();
   const size_t singles = static_cast<size_t>(
       std::count_if(ports.begin(), ports.end(), [](const PortDef& p) { return !p.is_list; }));
@@ -174,17 +162,32 @@ Status WireInputs(const pb::NodeDef& n, const std::vector<TfInput>& tf_inputs,
   return Status::OK();
 }
 
+namespace {
+
+// Wires a kept NodeDef's data inputs, a fed tensor's Placeholder in place of the tensor.
+Status WireInputs(const pb::NodeDef& n, const std::vector<TfInput>& tf_inputs,
+                  const ImportPlan& plan, const OpSchema& schema, Node* node) {
+  std::vector<Endpoint> eps;
+  for (const TfInput& in : tf_inputs) {
+    const TensorRef tensor{in.node, in.index};
+    eps.push_back(plan.feeds.count(tensor) ? Endpoint{FedPlaceholderId(tensor), 0}
+                                           : Endpoint{in.node, in.index});
+  }
+  return WireEndpoints(n, eps, schema, node);
+}
+
 // Maps one plan entry into `result`, or adds its problems to `errors`.
 class EntryMapper {
  public:
   EntryMapper(const pb::GraphDef& gd, const ImportPlan& plan, const ImportOptions& options,
               const OpRegistry& registry, const std::map<TensorRef, Node>& placeholders,
-              ImportResult* result, std::vector<std::string>* errors)
+              GraphFacts& facts, ImportResult* result, std::vector<std::string>* errors)
       : gd_(gd),
         plan_(plan),
         options_(options),
         registry_(registry),
         placeholders_(placeholders),
+        facts_(facts),
         result_(result),
         errors_(errors) {}
 
@@ -219,9 +222,9 @@ class EntryMapper {
     }
     // A block fed at run time takes a Placeholder's attrs; one whose value may come from a
     // file takes a Const's tensor.
-    Expected<json> attrs = IsFedBlock(schema)   ? PlaceholderAttrs(n)
+    Expected<json> attrs = IsFedBlock(schema)   ? PlaceholderAttrs(n, facts_)
                            : HoldsValue(schema) ? ConstAttrs(n, options_, result_)
-                                                : OpAttrs(n, schema, result_);
+                                                : ConvertOpAttrs(n, schema, &result_->notes);
     if (!attrs.ok()) {
       errors_->push_back(attrs.status().message());
       return;
@@ -237,6 +240,7 @@ class EntryMapper {
   const ImportOptions& options_;
   const OpRegistry& registry_;
   const std::map<TensorRef, Node>& placeholders_;
+  GraphFacts& facts_;
   ImportResult* result_;
   std::vector<std::string>* errors_;
 };
@@ -244,11 +248,15 @@ class EntryMapper {
 }  // namespace
 
 Expected<ImportResult> MapPlan(const pb::GraphDef& gd, const ImportPlan& plan,
-                               const ImportOptions& options, const OpRegistry& registry) {
+                               const ImportOptions& options, const OpRegistry& registry,
+                               GraphFacts* shared_facts) {
+  std::optional<GraphFacts> own_facts;
+  if (!shared_facts) own_facts.emplace(gd, plan, registry);
+  GraphFacts& facts = shared_facts ? *shared_facts : *own_facts;
   std::vector<std::string> errors;
   std::map<TensorRef, Node> placeholders;
   for (const TensorRef& tensor : plan.feeds) {
-    Expected<Node> p = FedPlaceholder(gd.node(plan.by_name.at(tensor.first)), tensor);
+    Expected<Node> p = FedPlaceholder(plan, facts, tensor);
     if (!p.ok()) {
       errors.push_back(p.status().message());
       continue;
@@ -257,7 +265,7 @@ Expected<ImportResult> MapPlan(const pb::GraphDef& gd, const ImportPlan& plan,
   }
   errors.insert(errors.end(), plan.order_errors.begin(), plan.order_errors.end());
   ImportResult result;
-  EntryMapper mapper(gd, plan, options, registry, placeholders, &result, &errors);
+  EntryMapper mapper(gd, plan, options, registry, placeholders, facts, &result, &errors);
   for (const PlanEntry& entry : plan.order) std::visit(mapper, entry);
   if (errors.empty()) return result;
   return InvalidArgument(JoinLines(errors));

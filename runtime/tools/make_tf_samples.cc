@@ -179,43 +179,36 @@ pb::GraphDef DepthwiseBackpropInputGraph() {
 // An excerpt of a TensorFlow 1.x training graph: one conv layer, its loss, its
 // gradient (Shape/Fill, ShapeN, the two conv gradients, tuple/group_deps) and the
 // SGD update. VariableV2, Relu, ReluGrad and ApplyGradientDescent are not blockflow
-// blocks, so importing it needs --fetch and --feed.
+// blocks, so importing it needs --fetch and --feed (or --gradients). No _output_shapes, as
+// tf.io.write_graph writes by default: the importer infers the shapes of its cuts.
 pb::GraphDef TrainStepGraph() {
   pb::GraphDef g;
   const pb::DataType f = pb::DT_FLOAT;
   pb::NodeDef* n = AddNode(&g, "input", "Placeholder");
   SetType(n, "dtype", f);
   SetShape((*n->mutable_attr())["shape"].mutable_shape(), {2, 8, 8, 3});
-  SetOutputShapes(n, {{2, 8, 8, 3}});
   n = AddNode(&g, "labels", "Placeholder");
   SetType(n, "dtype", f);
   SetShape((*n->mutable_attr())["shape"].mutable_shape(), {2, 8, 8, 4});
-  SetOutputShapes(n, {{2, 8, 8, 4}});
 
   n = AddNode(&g, "conv1/weights", "VariableV2");
   SetType(n, "dtype", f);
   SetShape((*n->mutable_attr())["shape"].mutable_shape(), {3, 3, 3, 4});
   SetString(n, "container", "");
   SetString(n, "shared_name", "");
-  SetOutputShapes(n, {{3, 3, 3, 4}});
   n = AddNode(&g, "conv1/weights/read", "Identity", {"conv1/weights"});
   SetType(n, "T", f);
   (*n->mutable_attr())["_class"].mutable_list()->add_s("loc:@conv1/weights");
-  SetOutputShapes(n, {{3, 3, 3, 4}});
   n = AddNode(&g, "conv1/Conv2D", "Conv2D", {"input", "conv1/weights/read"});
   SetConvAttrs(n, f, {1, 1, 1, 1}, "SAME", true);
-  SetOutputShapes(n, {{2, 8, 8, 4}});
   n = AddNode(&g, "conv1/Relu", "Relu", {"conv1/Conv2D"});
   SetType(n, "T", f);
-  SetOutputShapes(n, {{2, 8, 8, 4}});
   n = AddNode(&g, "loss/sub", "Sub", {"conv1/Relu", "labels"});
   SetType(n, "T", f);
-  SetOutputShapes(n, {{2, 8, 8, 4}});
 
   n = AddNode(&g, "gradients/Shape", "Shape", {"loss/sub"});
   SetType(n, "T", f);
   SetType(n, "out_type", pb::DT_INT32);
-  SetOutputShapes(n, {{4}});
   n = AddNode(&g, "gradients/grad_ys_0", "Const");
   SetType(n, "dtype", f);
   {
@@ -224,34 +217,27 @@ pb::GraphDef TrainStepGraph() {
     tp->mutable_tensor_shape();
     tp->add_float_val(1.0f);
   }
-  SetOutputShapes(n, {{}});
   n = AddNode(&g, "gradients/Fill", "Fill", {"gradients/Shape", "gradients/grad_ys_0"});
   SetType(n, "T", f);
   SetType(n, "index_type", pb::DT_INT32);
-  SetOutputShapes(n, {{2, 8, 8, 4}});
   n = AddNode(&g, "gradients/loss/sub_grad/Identity", "Identity", {"gradients/Fill"});
   SetType(n, "T", f);
-  SetOutputShapes(n, {{2, 8, 8, 4}});
   n = AddNode(&g, "gradients/conv1/Relu_grad/ReluGrad", "ReluGrad",
               {"gradients/loss/sub_grad/Identity", "conv1/Relu"});
   SetType(n, "T", f);
-  SetOutputShapes(n, {{2, 8, 8, 4}});
 
   n = AddNode(&g, "gradients/conv1/Conv2D_grad/ShapeN", "ShapeN", {"input", "conv1/weights/read"});
   SetType(n, "T", f);
   (*n->mutable_attr())["N"].set_i(2);
   SetType(n, "out_type", pb::DT_INT32);
-  SetOutputShapes(n, {{4}, {4}});
   n = AddNode(&g, "gradients/conv1/Conv2D_grad/Conv2DBackpropInput", "Conv2DBackpropInput",
               {"gradients/conv1/Conv2D_grad/ShapeN", "conv1/weights/read",
                "gradients/conv1/Relu_grad/ReluGrad"});
   SetConvAttrs(n, f, {1, 1, 1, 1}, "SAME", true);
-  SetOutputShapes(n, {{2, 8, 8, 3}});
   n = AddNode(
       &g, "gradients/conv1/Conv2D_grad/Conv2DBackpropFilter", "Conv2DBackpropFilter",
       {"input", "gradients/conv1/Conv2D_grad/ShapeN:1", "gradients/conv1/Relu_grad/ReluGrad"});
   SetConvAttrs(n, f, {1, 1, 1, 1}, "SAME", true);
-  SetOutputShapes(n, {{3, 3, 3, 4}});
   AddNode(&g, "gradients/conv1/Conv2D_grad/tuple/group_deps", "NoOp",
           {"^gradients/conv1/Conv2D_grad/Conv2DBackpropInput",
            "^gradients/conv1/Conv2D_grad/Conv2DBackpropFilter"});
@@ -261,14 +247,12 @@ pb::GraphDef TrainStepGraph() {
   SetType(n, "T", f);
   (*n->mutable_attr())["_class"].mutable_list()->add_s(
       "loc:@gradients/conv1/Conv2D_grad/Conv2DBackpropInput");
-  SetOutputShapes(n, {{2, 8, 8, 3}});
   n = AddNode(&g, "gradients/conv1/Conv2D_grad/tuple/control_dependency_1", "Identity",
               {"gradients/conv1/Conv2D_grad/Conv2DBackpropFilter",
                "^gradients/conv1/Conv2D_grad/tuple/group_deps"});
   SetType(n, "T", f);
   (*n->mutable_attr())["_class"].mutable_list()->add_s(
       "loc:@gradients/conv1/Conv2D_grad/Conv2DBackpropFilter");
-  SetOutputShapes(n, {{3, 3, 3, 4}});
 
   n = AddNode(&g, "GradientDescent/learning_rate", "Const");
   SetType(n, "dtype", f);
@@ -278,7 +262,6 @@ pb::GraphDef TrainStepGraph() {
     tp->mutable_tensor_shape();
     tp->add_float_val(0.01f);
   }
-  SetOutputShapes(n, {{}});
   n = AddNode(&g, "GradientDescent/update_conv1/weights/ApplyGradientDescent",
               "ApplyGradientDescent",
               {"conv1/weights", "GradientDescent/learning_rate",
@@ -286,9 +269,218 @@ pb::GraphDef TrainStepGraph() {
   SetType(n, "T", f);
   SetBool(n, "use_locking", false);
   (*n->mutable_attr())["_class"].mutable_list()->add_s("loc:@conv1/weights");
-  SetOutputShapes(n, {{3, 3, 3, 4}});
   AddNode(&g, "GradientDescent", "NoOp",
           {"^GradientDescent/update_conv1/weights/ApplyGradientDescent"});
+  AddVersions(&g);
+  return g;
+}
+
+// ---------------------------------------------------------------------------
+// Test graphs (tests/data/tf/): what real training graphs hold and the importer must read.
+// None carries _output_shapes.
+
+pb::NodeDef* AddPlaceholder(pb::GraphDef* g, const std::string& name,
+                            std::initializer_list<int64_t> dims) {
+  pb::NodeDef* n = AddNode(g, name, "Placeholder");
+  SetType(n, "dtype", pb::DT_FLOAT);
+  SetShape((*n->mutable_attr())["shape"].mutable_shape(), dims);
+  return n;
+}
+
+// A TF 1.x variable and its read (`NAME/read`, an Identity).
+void AddVariable(pb::GraphDef* g, const std::string& name, std::initializer_list<int64_t> dims) {
+  pb::NodeDef* n = AddNode(g, name, "VariableV2");
+  SetType(n, "dtype", pb::DT_FLOAT);
+  SetShape((*n->mutable_attr())["shape"].mutable_shape(), dims);
+  SetString(n, "container", "");
+  SetString(n, "shared_name", "");
+  n = AddNode(g, name + "/read", "Identity", {name});
+  SetType(n, "T", pb::DT_FLOAT);
+  (*n->mutable_attr())["_class"].mutable_list()->add_s("loc:@" + name);
+}
+
+pb::NodeDef* AddOp(pb::GraphDef* g, const std::string& name, const std::string& op,
+                   std::initializer_list<std::string> inputs) {
+  pb::NodeDef* n = AddNode(g, name, op, inputs);
+  SetType(n, "T", pb::DT_FLOAT);
+  return n;
+}
+
+pb::NodeDef* AddConv(pb::GraphDef* g, const std::string& name, const std::string& op,
+                     std::initializer_list<std::string> inputs,
+                     std::initializer_list<int64_t> strides, const std::string& padding) {
+  pb::NodeDef* n = AddNode(g, name, op, inputs);
+  SetConvAttrs(n, pb::DT_FLOAT, strides, padding, op.rfind("Conv2D", 0) == 0);
+  return n;
+}
+
+pb::NodeDef* AddScalarConst(pb::GraphDef* g, const std::string& name, float v) {
+  pb::NodeDef* n = AddNode(g, name, "Const");
+  SetType(n, "dtype", pb::DT_FLOAT);
+  pb::TensorProto* tp = (*n->mutable_attr())["value"].mutable_tensor();
+  tp->set_dtype(pb::DT_FLOAT);
+  tp->mutable_tensor_shape();
+  tp->add_float_val(v);
+  return n;
+}
+
+void AddApply(pb::GraphDef* g, const std::string& var, const std::string& grad) {
+  pb::NodeDef* n = AddOp(g, "GradientDescent/update_" + var + "/ApplyGradientDescent",
+                         "ApplyGradientDescent", {var, "GradientDescent/learning_rate", grad});
+  SetBool(n, "use_locking", false);
+}
+
+// A TF 1.x CNN training step: conv1 (SAME) → Relu → MaxPool 2x2 → conv2 (stride 2) → BiasAdd
+// → Relu → Reshape → MatMul, a difference loss, every gradient as tf.gradients writes it
+// (ShapeN, ReluGrad, MaxPoolGrad, BiasAddGrad, the MatMul and Reshape gradients) and SGD.
+pb::GraphDef CnnTrainStepGraph() {
+  pb::GraphDef g;
+  AddPlaceholder(&g, "x", {2, 12, 12, 3});
+  AddPlaceholder(&g, "labels", {2, 10});
+  AddVariable(&g, "conv1/weights", {3, 3, 3, 8});
+  AddVariable(&g, "conv2/weights", {3, 3, 8, 16});
+  AddVariable(&g, "conv2/biases", {16});
+  AddVariable(&g, "fc/weights", {144, 10});
+  AddConv(&g, "conv1/Conv2D", "Conv2D", {"x", "conv1/weights/read"}, {1, 1, 1, 1}, "SAME");
+  AddOp(&g, "conv1/Relu", "Relu", {"conv1/Conv2D"});
+  pb::NodeDef* n = AddOp(&g, "pool1/MaxPool", "MaxPool", {"conv1/Relu"});
+  SetInts(n, "ksize", {1, 2, 2, 1});
+  SetInts(n, "strides", {1, 2, 2, 1});
+  SetString(n, "padding", "VALID");
+  SetString(n, "data_format", "NHWC");
+  AddConv(&g, "conv2/Conv2D", "Conv2D", {"pool1/MaxPool", "conv2/weights/read"}, {1, 2, 2, 1},
+          "SAME");
+  n = AddOp(&g, "conv2/BiasAdd", "BiasAdd", {"conv2/Conv2D", "conv2/biases/read"});
+  SetString(n, "data_format", "NHWC");
+  AddOp(&g, "conv2/Relu", "Relu", {"conv2/BiasAdd"});
+  AddIntConst(&g, "flatten/shape", {-1, 144});
+  (*g.mutable_node(g.node_size() - 1)->mutable_attr()).erase("_output_shapes");
+  n = AddOp(&g, "flatten/Reshape", "Reshape", {"conv2/Relu", "flatten/shape"});
+  SetType(n, "Tshape", pb::DT_INT32);
+  n = AddOp(&g, "fc/MatMul", "MatMul", {"flatten/Reshape", "fc/weights/read"});
+  SetBool(n, "transpose_a", false);
+  SetBool(n, "transpose_b", false);
+  AddOp(&g, "loss/sub", "Sub", {"fc/MatMul", "labels"});
+
+  n = AddOp(&g, "gradients/Shape", "Shape", {"loss/sub"});
+  SetType(n, "out_type", pb::DT_INT32);
+  AddScalarConst(&g, "gradients/grad_ys_0", 1.0f);
+  n = AddOp(&g, "gradients/Fill", "Fill", {"gradients/Shape", "gradients/grad_ys_0"});
+  SetType(n, "index_type", pb::DT_INT32);
+  AddOp(&g, "gradients/loss/sub_grad/Identity", "Identity", {"gradients/Fill"});
+  n = AddOp(&g, "gradients/fc/MatMul_grad/MatMul", "MatMul",
+            {"gradients/loss/sub_grad/Identity", "fc/weights/read"});
+  SetBool(n, "transpose_a", false);
+  SetBool(n, "transpose_b", true);
+  n = AddOp(&g, "gradients/fc/MatMul_grad/MatMul_1", "MatMul",
+            {"flatten/Reshape", "gradients/loss/sub_grad/Identity"});
+  SetBool(n, "transpose_a", true);
+  SetBool(n, "transpose_b", false);
+  n = AddOp(&g, "gradients/flatten/Reshape_grad/Shape", "Shape", {"conv2/Relu"});
+  SetType(n, "out_type", pb::DT_INT32);
+  n = AddOp(&g, "gradients/flatten/Reshape_grad/Reshape", "Reshape",
+            {"gradients/fc/MatMul_grad/MatMul", "gradients/flatten/Reshape_grad/Shape"});
+  SetType(n, "Tshape", pb::DT_INT32);
+  AddOp(&g, "gradients/conv2/Relu_grad/ReluGrad", "ReluGrad",
+        {"gradients/flatten/Reshape_grad/Reshape", "conv2/Relu"});
+  n = AddOp(&g, "gradients/conv2/BiasAdd_grad/BiasAddGrad", "BiasAddGrad",
+            {"gradients/conv2/Relu_grad/ReluGrad"});
+  SetString(n, "data_format", "NHWC");
+  n = AddOp(&g, "gradients/conv2/Conv2D_grad/ShapeN", "ShapeN",
+            {"pool1/MaxPool", "conv2/weights/read"});
+  (*n->mutable_attr())["N"].set_i(2);
+  SetType(n, "out_type", pb::DT_INT32);
+  AddConv(&g, "gradients/conv2/Conv2D_grad/Conv2DBackpropInput", "Conv2DBackpropInput",
+          {"gradients/conv2/Conv2D_grad/ShapeN", "conv2/weights/read",
+           "gradients/conv2/Relu_grad/ReluGrad"},
+          {1, 2, 2, 1}, "SAME");
+  AddConv(&g, "gradients/conv2/Conv2D_grad/Conv2DBackpropFilter", "Conv2DBackpropFilter",
+          {"pool1/MaxPool", "gradients/conv2/Conv2D_grad/ShapeN:1",
+           "gradients/conv2/Relu_grad/ReluGrad"},
+          {1, 2, 2, 1}, "SAME");
+  n = AddOp(&g, "gradients/pool1/MaxPool_grad/MaxPoolGrad", "MaxPoolGrad",
+            {"conv1/Relu", "pool1/MaxPool", "gradients/conv2/Conv2D_grad/Conv2DBackpropInput"});
+  SetInts(n, "ksize", {1, 2, 2, 1});
+  SetInts(n, "strides", {1, 2, 2, 1});
+  SetString(n, "padding", "VALID");
+  SetString(n, "data_format", "NHWC");
+  AddOp(&g, "gradients/conv1/Relu_grad/ReluGrad", "ReluGrad",
+        {"gradients/pool1/MaxPool_grad/MaxPoolGrad", "conv1/Relu"});
+  n = AddOp(&g, "gradients/conv1/Conv2D_grad/ShapeN", "ShapeN", {"x", "conv1/weights/read"});
+  (*n->mutable_attr())["N"].set_i(2);
+  SetType(n, "out_type", pb::DT_INT32);
+  AddConv(&g, "gradients/conv1/Conv2D_grad/Conv2DBackpropFilter", "Conv2DBackpropFilter",
+          {"x", "gradients/conv1/Conv2D_grad/ShapeN:1", "gradients/conv1/Relu_grad/ReluGrad"},
+          {1, 1, 1, 1}, "SAME");
+
+  AddScalarConst(&g, "GradientDescent/learning_rate", 0.01f);
+  AddApply(&g, "conv1/weights", "gradients/conv1/Conv2D_grad/Conv2DBackpropFilter");
+  AddApply(&g, "conv2/weights", "gradients/conv2/Conv2D_grad/Conv2DBackpropFilter");
+  AddApply(&g, "conv2/biases", "gradients/conv2/BiasAdd_grad/BiasAddGrad");
+  AddApply(&g, "fc/weights", "gradients/fc/MatMul_grad/MatMul_1");
+  AddNode(&g, "GradientDescent", "NoOp",
+          {"^GradientDescent/update_conv1/weights/ApplyGradientDescent",
+           "^GradientDescent/update_conv2/weights/ApplyGradientDescent",
+           "^GradientDescent/update_conv2/biases/ApplyGradientDescent",
+           "^GradientDescent/update_fc/weights/ApplyGradientDescent"});
+  AddVersions(&g);
+  return g;
+}
+
+// A GraphDef of producer version 21: its Placeholder says `shape {}`, which before version 22
+// meant "any shape" (later: a scalar). An MNIST-style Reshape to [-1,28,28,1] and a conv.
+pb::GraphDef OldProducerGraph() {
+  pb::GraphDef g;
+  pb::NodeDef* n = AddNode(&g, "x", "Placeholder");
+  SetType(n, "dtype", pb::DT_FLOAT);
+  (*n->mutable_attr())["shape"].mutable_shape();
+  AddIntConst(&g, "Reshape/shape", {-1, 28, 28, 1});
+  (*g.mutable_node(g.node_size() - 1)->mutable_attr()).erase("_output_shapes");
+  n = AddOp(&g, "Reshape", "Reshape", {"x", "Reshape/shape"});
+  SetType(n, "Tshape", pb::DT_INT32);
+  AddFloatConst(&g, "conv1/weights", pb::DT_FLOAT, {5, 5, 1, 4}, 0, Encoding::kTensorContent);
+  (*g.mutable_node(g.node_size() - 1)->mutable_attr()).erase("_output_shapes");
+  AddConv(&g, "conv1/Conv2D", "Conv2D", {"Reshape", "conv1/weights"}, {1, 1, 1, 1}, "SAME");
+  g.mutable_versions()->set_producer(21);
+  return g;
+}
+
+// An input pipeline of queues: a FIFOQueueV2 with component shapes, dequeued 2 at a time
+// (QueueDequeueManyV2, dtypes in component_types), into a conv and its filter gradient; and a
+// second queue that declares no shapes.
+pb::GraphDef QueueInputGraph() {
+  pb::GraphDef g;
+  pb::NodeDef* n = AddNode(&g, "batch/fifo_queue", "FIFOQueueV2");
+  auto* types = (*n->mutable_attr())["component_types"].mutable_list();
+  types->add_type(pb::DT_FLOAT);
+  types->add_type(pb::DT_FLOAT);
+  auto* shapes = (*n->mutable_attr())["shapes"].mutable_list();
+  SetShape(shapes->add_shape(), {8, 8, 3});
+  SetShape(shapes->add_shape(), {8, 8, 4});
+  (*n->mutable_attr())["capacity"].set_i(32);
+  AddIntConst(&g, "batch/n", {2});
+  pb::NodeDef* c = g.mutable_node(g.node_size() - 1);
+  c->mutable_attr()->erase("_output_shapes");
+  (*c->mutable_attr())["value"].mutable_tensor()->mutable_tensor_shape()->clear_dim();
+  n = AddNode(&g, "batch", "QueueDequeueManyV2", {"batch/fifo_queue", "batch/n"});
+  types = (*n->mutable_attr())["component_types"].mutable_list();
+  types->add_type(pb::DT_FLOAT);
+  types->add_type(pb::DT_FLOAT);
+  (*n->mutable_attr())["timeout_ms"].set_i(-1);
+  AddVariable(&g, "conv/weights", {3, 3, 3, 4});
+  AddConv(&g, "conv/Conv2D", "Conv2D", {"batch", "conv/weights/read"}, {1, 1, 1, 1}, "SAME");
+  AddOp(&g, "loss/sub", "Sub", {"conv/Conv2D", "batch:1"});
+  n = AddOp(&g, "gradients/conv/Conv2D_grad/ShapeN", "ShapeN", {"batch", "conv/weights/read"});
+  (*n->mutable_attr())["N"].set_i(2);
+  SetType(n, "out_type", pb::DT_INT32);
+  AddConv(&g, "gradients/conv/Conv2D_grad/Conv2DBackpropFilter", "Conv2DBackpropFilter",
+          {"batch", "gradients/conv/Conv2D_grad/ShapeN:1", "loss/sub"}, {1, 1, 1, 1}, "SAME");
+
+  n = AddNode(&g, "eval/fifo_queue", "FIFOQueueV2");
+  (*n->mutable_attr())["component_types"].mutable_list()->add_type(pb::DT_FLOAT);
+  n = AddNode(&g, "eval/batch", "QueueDequeueV2", {"eval/fifo_queue"});
+  (*n->mutable_attr())["component_types"].mutable_list()->add_type(pb::DT_FLOAT);
+  AddConv(&g, "eval/Conv2D", "Conv2D", {"eval/batch", "conv/weights/read"}, {1, 1, 1, 1}, "SAME");
   AddVersions(&g);
   return g;
 }
@@ -323,11 +515,17 @@ bool WriteAllForms(const std::string& dir, const std::string& name, const pb::Gr
          WriteFile(dir + "/" + name + ".json", json);
 }
 
+bool WriteText(const std::string& dir, const std::string& name, const pb::GraphDef& g) {
+  std::string text;
+  return google::protobuf::TextFormat::PrintToString(g, &text) &&
+         WriteFile(dir + "/" + name + ".pbtxt", text);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: blockflow_make_tf_samples OUTPUT_DIR\n");
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: blockflow_make_tf_samples SAMPLES_DIR [TEST_DATA_DIR]\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -339,5 +537,14 @@ int main(int argc, char** argv) {
       WriteAllForms(dir, "conv_train_step", TrainStepGraph());
   if (!ok) return 1;
   std::printf("wrote 4 GraphDefs x 3 forms to %s\n", dir.c_str());
+  if (argc == 3) {
+    const std::string tests = argv[2];
+    if (!WriteText(tests, "cnn_train_step", CnnTrainStepGraph()) ||
+        !WriteText(tests, "old_producer", OldProducerGraph()) ||
+        !WriteText(tests, "queue_input", QueueInputGraph())) {
+      return 1;
+    }
+    std::printf("wrote 3 test GraphDefs to %s\n", tests.c_str());
+  }
   return 0;
 }

@@ -1,10 +1,16 @@
 // TensorFlow GraphDef import: unit tests on small text GraphDefs, and the samples in
 // samples/tf/ through `blockflow import-tf` in all three forms.
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <set>
 
 #include "blocks/register_blocks.h"
+#include "runtime/tf/graphdef.h"
 #include "runtime/tf/import.h"
+#include "runtime/tf/shapes.h"
 #include "test_util.h"
 
 namespace blockflow::testing {
@@ -439,7 +445,9 @@ TEST(ImportTfCliTest, AnInvalidResultWritesNothing) {
   )");
   CmdResult r = RunBlockflow({"import-tf", "bad.pbtxt", "-o", "g.json"}, d.path().string());
   EXPECT_EQ(r.rc, 1) << r.err;
-  EXPECT_NE(r.err.find("error: g.json: node 'c' (Add):"), std::string::npos) << r.err;
+  // The error names the input: the output was never written.
+  EXPECT_NE(r.err.find("error: bad.pbtxt: node 'c' (Add):"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("g.json"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(d / "g.json"));
   EXPECT_FALSE(fs::exists(d / "g_consts"));
 }
@@ -515,6 +523,658 @@ TEST(ImportTfCliTest, TrainingExcerptNeedsFetchAndFeed) {
     EXPECT_NEAR(dw->GetAsDouble(((1 * 3 + 1) * 3 + 0) * 4 + 0), centre,
                 1e-4 * (1 + std::abs(centre)));
   }
+}
+
+// ---------------------------------------------------------------------------
+// Shapes of fed tensors: given, from a file, or inferred.
+
+// Inference through blockflow's blocks and the shape-only rules of ops it lacks, on a graph
+// without _output_shapes. Expected shapes worked out by hand from TensorFlow's rules.
+TEST(ImportTfTest, FeedShapesAreInferredThroughOpsBlockflowLacks) {
+  const std::string pbtxt = R"(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 2 } dim { size: 28 } dim { size: 28 } dim { size: 3 } } } } }
+    node { name: "w" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 5 } dim { size: 5 } dim { size: 3 } dim { size: 6 } } float_val: 0.5 } } } }
+    node { name: "conv" op: "Conv2D" input: "x" input: "w" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "strides" value { list { i: 1 i: 1 i: 1 i: 1 } } } attr { key: "padding" value { s: "VALID" } } }
+    node { name: "relu" op: "Relu" input: "conv" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "pool" op: "MaxPool" input: "relu" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "ksize" value { list { i: 1 i: 3 i: 3 i: 1 } } } attr { key: "strides" value { list { i: 1 i: 2 i: 2 i: 1 } } }
+      attr { key: "padding" value { s: "SAME" } } }
+    node { name: "avg" op: "AvgPool" input: "pool" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "ksize" value { list { i: 1 i: 3 i: 3 i: 1 } } } attr { key: "strides" value { list { i: 1 i: 2 i: 2 i: 1 } } }
+      attr { key: "padding" value { s: "VALID" } } }
+    node { name: "b" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 6 } } float_val: 1 } } } }
+    node { name: "bias" op: "BiasAdd" input: "pool" input: "b" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "pads" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 4 } dim { size: 2 } }
+        int_val: 0 int_val: 0 int_val: 1 int_val: 2 int_val: 0 int_val: 1 int_val: 0 int_val: 0 } } } }
+    node { name: "pad" op: "Pad" input: "bias" input: "pads" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "axis" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: -1 } } } }
+    node { name: "cat" op: "ConcatV2" input: "pad" input: "pad" input: "axis" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "N" value { i: 2 } } }
+    node { name: "flat_shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 2 int_val: -1 } } } }
+    node { name: "flat" op: "Reshape" input: "cat" input: "flat_shape" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "fc_w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 10 } dim { size: 1848 } } } } }
+    node { name: "fc" op: "MatMul" input: "flat" input: "fc_w" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "transpose_b" value { b: true } } }
+    node { name: "dim" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 1 } } } }
+    node { name: "expand" op: "ExpandDims" input: "fc" input: "dim" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "squeeze" op: "Squeeze" input: "expand" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "squeeze_dims" value { list { i: 1 } } } }
+    node { name: "out" op: "Identity" input: "squeeze" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "out_avg" op: "Identity" input: "avg" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "shape_x" op: "Shape" input: "x" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "out_type" value { type: DT_INT32 } } }
+    node { name: "i0" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 0 } } } }
+    node { name: "i1" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 1 } } } }
+    node { name: "batch" op: "StridedSlice" input: "shape_x" input: "i0" input: "i1" input: "i1"
+      attr { key: "T" value { type: DT_INT32 } } attr { key: "Index" value { type: DT_INT32 } }
+      attr { key: "shrink_axis_mask" value { i: 1 } } }
+    node { name: "minus1" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: -1 } } } }
+    node { name: "flat2_shape" op: "Pack" input: "batch" input: "minus1"
+      attr { key: "T" value { type: DT_INT32 } } attr { key: "N" value { i: 2 } } attr { key: "axis" value { i: 0 } } }
+    node { name: "flat2" op: "Reshape" input: "x" input: "flat2_shape" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "tanh2" op: "Tanh" input: "flat2" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "xc" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 2 } dim { size: 3 } dim { size: 28 } dim { size: 27 } } } } }
+    node { name: "pool_nchw" op: "MaxPool" input: "xc" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "ksize" value { list { i: 1 i: 1 i: 2 i: 2 } } } attr { key: "strides" value { list { i: 1 i: 1 i: 2 i: 2 } } }
+      attr { key: "padding" value { s: "VALID" } } attr { key: "data_format" value { s: "NCHW" } } }
+    node { name: "bgrad_nchw" op: "BiasAddGrad" input: "pool_nchw" attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "data_format" value { s: "NCHW" } } }
+  )";
+  // conv VALID 5x5: 24x24x6; pool SAME 3x3/2: 12x12; avg VALID 3x3/2: 5x5; pad: 12+1+2=15 rows,
+  // 12+0+1=13 cols; concat on channels: 12; reshape: [2, 15*13*12=2340]...
+  RegisterBuiltinBlocks();
+  Expected<tfimport::pb::GraphDef> gd =
+      tfimport::ParseGraphDef(pbtxt, "t.pbtxt", GraphDefFormat::kText);
+  ASSERT_TRUE(gd.ok()) << gd.status().message();
+  Expected<tfimport::ImportPlan> plan = tfimport::ReadGraph(*gd, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  tfimport::GraphFacts facts(*gd, *plan, OpRegistry::Global());
+  struct Want {
+    const char* feed;
+    std::vector<int64_t> shape;
+  };
+  for (const Want& w : std::vector<Want>{{"relu", {2, 24, 24, 6}},
+                                         {"pool", {2, 12, 12, 6}},
+                                         {"avg", {2, 5, 5, 6}},
+                                         {"bias", {2, 12, 12, 6}},
+                                         {"pad", {2, 15, 13, 6}},
+                                         {"cat", {2, 15, 13, 12}},
+                                         {"flat", {2, 2340}},
+                                         {"fc", {2, 10}},
+                                         {"expand", {2, 1, 10}},
+                                         {"squeeze", {2, 10}},
+                                         {"pool_nchw", {2, 3, 14, 13}},
+                                         {"bgrad_nchw", {3}},
+                                         {"tanh2", {2, 2352}}}) {
+    SCOPED_TRACE(w.feed);
+    EXPECT_EQ(facts.Get({w.feed, 0}).dims, w.shape) << facts.Get({w.feed, 0}).unknown;
+    EXPECT_EQ(facts.Get({w.feed, 0}).dtype, DType::kFloat32);
+  }
+  // Through the import: the cut at 'squeeze' takes the inferred shape.
+  ImportOptions o;
+  o.fetches = {"out"};
+  o.feeds = {"squeeze"};
+  Expected<ImportResult> r = ImportText(pbtxt, o);
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ(r->graph.FindNode("squeeze")->attrs, json({{"dtype", "float32"}, {"shape", {2, 10}}}));
+}
+
+// What no rule can tell is an error that names the node where the unknown starts and the two
+// --feed forms that give the shape.
+TEST(ImportTfTest, AShapeThatCannotBeToldSaysWhereAndHowToGiveIt) {
+  const std::string pbtxt = R"(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 8 } } } } }
+    node { name: "u" op: "Unique" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "r" op: "Relu" input: "u" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "y" op: "Identity" input: "r" attr { key: "T" value { type: DT_FLOAT } } }
+  )";
+  ImportOptions o;
+  o.fetches = {"y"};
+  o.feeds = {"r"};
+  Expected<ImportResult> r = ImportText(pbtxt, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "--feed r: cannot tell the shape of 'r': node 'u' (Unique): blockflow has no block "
+            "'Unique' and no shape rule for it; give them with --feed r:float32[d0,d1,...] (-1 "
+            "for a free size) or --feed r=FILE.npy");
+  o.feeds = {"r:float32[-1]"};
+  r = ImportText(pbtxt, o);
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ(r->graph.FindNode("r")->attrs, json({{"dtype", "float32"}, {"shape", {-1}}}));
+}
+
+// A dtype blockflow lacks, or none at all, is named at the node that has it.
+TEST(ImportTfTest, AFeedWhoseDtypeCannotBeToldSaysWhy) {
+  const std::string pbtxt = R"(
+    node { name: "s" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } }
+      attr { key: "shape" value { shape { dim { size: 2 } } } } }
+    node { name: "q" op: "SomeOp" input: "s" }
+    node { name: "y" op: "Identity" input: "q" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "y2" op: "Identity" input: "s" attr { key: "T" value { type: DT_STRING } } }
+  )";
+  ImportOptions o;
+  o.fetches = {"y"};
+  o.feeds = {"q"};
+  Expected<ImportResult> r = ImportText(pbtxt, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "--feed q: cannot tell the dtype of 'q': node 'q' (SomeOp): no attr gives the dtype "
+            "of output 0; give them with --feed q:float32[d0,d1,...] (-1 for a free size) or "
+            "--feed q=FILE.npy");
+  o.fetches = {"y2"};
+  o.feeds = {"s"};
+  r = ImportText(pbtxt, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--feed s: cannot tell the dtype of 's': node 's' "
+                                      "(Placeholder): output 0: dtype DT_STRING has no blockflow "
+                                      "equivalent"),
+            std::string::npos)
+      << Errors(r);
+  o.feeds = {"q:float32[4]"};
+  o.fetches = {"y"};
+  r = ImportText(pbtxt, o);
+  EXPECT_TRUE(r.ok()) << Errors(r);
+}
+
+TEST(ImportTfTest, MalformedFeedFlagsAreErrors) {
+  const std::string pbtxt = R"(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 8 } } } } }
+    node { name: "y" op: "Identity" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+  )";
+  for (const auto& [feed, want] : std::vector<std::pair<std::string, std::string>>{
+           {"x:float33[8]", "--feed x:float33[8]: 'float33' is not a dtype"},
+           {"x:float32[8,", "--feed x:float32[8,: expected NAME[:K]:DTYPE[d0,d1,...]"},
+           {"x:float32[8,-2]", "--feed x:float32[8,-2]: expected NAME[:K]:DTYPE[d0,d1,...]"},
+           {"x=", "--feed x=: expected NAME[:K]=FILE.npy"},
+           {"x=missing.npy", "--feed x=missing.npy: "},
+           {"nope:int32[1]", "--feed nope:int32[1]: there is no node 'nope'"}}) {
+    SCOPED_TRACE(feed);
+    ImportOptions o;
+    o.fetches = {"y"};
+    o.feeds = {feed};
+    Expected<ImportResult> r = ImportText(pbtxt, o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().message().rfind(want, 0), 0u) << Errors(r);
+  }
+}
+
+// TensorFlow before GraphDef version 22 wrote `shape {}` for a Placeholder of any shape.
+TEST(ImportTfCliTest, OldProducerPlaceholdersHaveAnUnknownShape) {
+  const fs::path src = SourceDir() / "tests/data/tf/old_producer.pbtxt";
+  TempDir d;
+  CmdResult r = RunBlockflow({"import-tf", src.string(), "-o", "g.json"}, d.path().string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "error: " + src.string() +
+                       ": node 'x' (Placeholder): its shape is unknown (`shape {}` in a GraphDef "
+                       "of producer 21, before 22, means any shape, not a scalar); blockflow "
+                       "needs its rank (sizes may be -1): give them with --feed "
+                       "x:float32[d0,d1,...] (-1 for a free size) or --feed x=FILE.npy\n");
+  EXPECT_FALSE(fs::exists(d / "g.json"));
+  // From version 22 on, the same attr is a scalar (and the Reshape then fails, naming itself).
+  std::string text = ReadText(src.string());
+  text.replace(text.find("producer: 21"), 12, "producer: 22");
+  WriteText(d / "new.pbtxt", text);
+  r = RunBlockflow({"import-tf", "new.pbtxt", "-o", "g.json"}, d.path().string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("error: new.pbtxt: node 'Reshape' (Reshape)"), std::string::npos) << r.err;
+  // Given a shape, it imports and runs: [3,784] → [3,28,28,1] → conv SAME → [3,28,28,4].
+  r = RunBlockflow({"import-tf", src.string(), "-o", "g.json", "--feed", "x:float32[-1,784]"},
+                   d.path().string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::vector<float> x(size_t{3} * 784, 0.25f);
+  ASSERT_TRUE(WriteNpy(d / "x.npy", Tensor::FromVector(x, Shape{3, 784})).ok());
+  r = RunBlockflow({"run", "g.json", "--feed", "x=x.npy", "--fetch", "conv1/Conv2D"},
+                   d.path().string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("[3,28,28,4]"), std::string::npos) << r.out;
+}
+
+// Queue outputs: dtypes from component_types, shapes from the queue's shapes attr (and the
+// dequeue count); a queue without shapes is named where the problem starts.
+TEST(ImportTfCliTest, QueueOutputsCanBeFed) {
+  const fs::path src = SourceDir() / "tests/data/tf/queue_input.pbtxt";
+  TempDir d;
+  CmdResult r = RunBlockflow({"import-tf", src.string(), "-o", "g.json", "--fetch",
+                              "gradients/conv/Conv2D_grad/Conv2DBackpropFilter", "--feed", "batch",
+                              "--feed", "batch:1", "--feed", "conv/weights/read"},
+                             d.path().string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Expected<Graph> g = LoadGraphFile(d / "g.json");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->FindNode("batch")->attrs, json({{"dtype", "float32"}, {"shape", {2, 8, 8, 3}}}));
+  EXPECT_EQ(g->FindNode("batch_1")->attrs, json({{"dtype", "float32"}, {"shape", {2, 8, 8, 4}}}));
+  r = RunBlockflow({"import-tf", src.string(), "-o", "e.json", "--fetch", "eval/Conv2D", "--feed",
+                    "eval/batch", "--feed", "conv/weights/read"},
+                   d.path().string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "error: " + src.string() +
+                       ": --feed eval/batch: cannot tell the shape of 'eval/batch': node "
+                       "'eval/fifo_queue' (FIFOQueueV2): its component shapes are not given (no "
+                       "shapes attr); give them with --feed eval/batch:float32[d0,d1,...] (-1 for "
+                       "a free size) or --feed eval/batch=FILE.npy\n");
+  r = RunBlockflow({"import-tf", src.string(), "-o", "e.json", "--fetch", "eval/Conv2D", "--feed",
+                    "eval/batch:float32[-1,8,8,3]", "--feed", "conv/weights/read"},
+                   d.path().string());
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+// The three ways to give a feed's shape on the training-step sample (no _output_shapes): inferred,
+// given, and from a .npy file that becomes the Placeholder's ui.feed, so that `blockflow run`
+// needs no --feed.
+TEST(ImportTfCliTest, EachFeedShapeForm) {
+  const std::string src = (SourceDir() / "samples/tf/conv_train_step.pbtxt").string();
+  const std::string bpf = "gradients/conv1/Conv2D_grad/Conv2DBackpropFilter";
+  const std::string relu_grad = "gradients/conv1/Relu_grad/ReluGrad";
+  TempDir d;
+  // Inferred: ReluGrad's shape through Identity, Fill, Shape, Sub, Relu and Conv2D.
+  CmdResult r = RunBlockflow({"import-tf", src, "-o", "a.json", "--fetch", bpf, "--feed", relu_grad,
+                              "--feed", "conv1/weights"},
+                             d.path().string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Expected<Graph> g = LoadGraphFile(d / "a.json");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->FindNode(relu_grad)->attrs["shape"], json({2, 8, 8, 4}));
+  EXPECT_EQ(g->FindNode("conv1/weights")->attrs["shape"], json({3, 3, 3, 4}));
+  // Given, with a free size.
+  r = RunBlockflow({"import-tf", src, "-o", "b.json", "--fetch", bpf, "--feed",
+                    relu_grad + ":float32[-1,8,8,4]", "--feed", "conv1/weights"},
+                   d.path().string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  g = LoadGraphFile(d / "b.json");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->FindNode(relu_grad)->attrs["shape"], json({-1, 8, 8, 4}));
+  // From files inside the output's folder (written from another working folder), recorded
+  // relative to the graph; the graph then runs without any --feed.
+  std::vector<float> x(size_t{2} * 8 * 8 * 3), w(size_t{3} * 3 * 3 * 4), dy(size_t{2} * 8 * 8 * 4);
+  auto fill = [](std::vector<float>& v, int64_t offset) {
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<float>(SampleValue(static_cast<int64_t>(i), offset));
+  };
+  fill(x, 1);
+  fill(w, 2);
+  fill(dy, 3);
+  fs::create_directories(d.path() / "out/data");
+  ASSERT_TRUE(WriteNpy(d / "out/data/x.npy", Tensor::FromVector(x, Shape{2, 8, 8, 3})).ok());
+  ASSERT_TRUE(WriteNpy(d / "out/data/w.npy", Tensor::FromVector(w, Shape{3, 3, 3, 4})).ok());
+  ASSERT_TRUE(WriteNpy(d / "out/data/dy.npy", Tensor::FromVector(dy, Shape{2, 8, 8, 4})).ok());
+  r = RunBlockflow({"import-tf", src, "-o", "out/c.json", "--fetch", bpf, "--feed",
+                    relu_grad + "=out/data/dy.npy", "--feed", "conv1/weights=out/data/w.npy",
+                    "--feed", "input=out/data/x.npy"},
+                   d.path().string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  g = LoadGraphFile(d / "out/c.json");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->FindNode(relu_grad)->ui["feed"], "data/dy.npy");
+  EXPECT_EQ(g->FindNode("input")->ui["feed"], "data/x.npy");
+  EXPECT_EQ(g->FindNode("input")->attrs["shape"], json({2, 8, 8, 3}));
+  r = RunBlockflow({"run", "out/c.json", "--fetch", bpf, "--out", "o"}, d.path().string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Expected<Tensor> dw = ReadNpy(d / ("o/" + bpf + ".npy"));
+  ASSERT_TRUE(dw.ok());
+  double centre = 0;  // the centre tap, channel 0 → 0 (SAME 3x3: it sees every pixel)
+  for (size_t p = 0; p < size_t{2} * 8 * 8; ++p)
+    centre += static_cast<double>(x[p * 3]) * dy[p * 4];
+  EXPECT_NEAR(dw->GetAsDouble(((1 * 3 + 1) * 3 + 0) * 4 + 0), centre,
+              1e-4 * (1 + std::abs(centre)));
+  // A file outside the output's folder is refused, naming the rule and the other way.
+  ASSERT_TRUE(WriteNpy(d / "x_outside.npy", Tensor::FromVector(x, Shape{2, 8, 8, 3})).ok());
+  r = RunBlockflow({"import-tf", src, "-o", "out/e.json", "--fetch", bpf, "--feed", relu_grad,
+                    "--feed", "conv1/weights", "--feed", "input=x_outside.npy"},
+                   d.path().string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "error: " + src +
+                       ": --feed input=x_outside.npy: 'x_outside.npy' is outside the output "
+                       "graph's folder 'out', and a graph names only files inside its folder; "
+                       "copy it there, or give the shape with --feed input:float32[2,8,8,3] and "
+                       "the file when you run the graph (blockflow run --feed)\n");
+  EXPECT_FALSE(fs::exists(d / "out/e.json"));
+}
+
+// ---------------------------------------------------------------------------
+// --gradients: every convolution node, each graph run and compared with the same op built
+// directly in blockflow on the same data.
+
+struct ConvCase {
+  std::string node;                       // the GraphDef's node, fetched in its graph
+  std::string op;                         // the blockflow op of the direct graph
+  std::map<std::string, std::string> in;  // port → Placeholder of the imported graph feeding it
+  std::string sizes_port;                 // the sizes port (none for Conv2D)
+  std::vector<int> sizes;                 // its value
+  int stride;
+  std::set<std::string> fed;  // every Placeholder of the imported graph
+};
+
+// Writes seeded random values for every Placeholder of `graph` (shapes from their attrs)
+// into `dir`; returns id → file.
+std::map<std::string, std::string> RandomFeeds(const Graph& graph, const fs::path& dir,
+                                               uint32_t seed) {
+  std::map<std::string, std::string> files;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const Node& n : graph.nodes()) {
+    if (n.op != "Placeholder") continue;
+    std::vector<int64_t> dims = n.attrs["shape"].get<std::vector<int64_t>>();
+    Shape shape(dims);
+    std::vector<float> v(static_cast<size_t>(shape.num_elements()));
+    for (float& f : v) f = u(rng);
+    std::string file = n.id;
+    std::replace(file.begin(), file.end(), '/', '.');
+    file = (dir / (file + ".npy")).string();
+    EXPECT_TRUE(WriteNpy(file, Tensor::FromVector(v, shape)).ok());
+    files[n.id] = file;
+  }
+  return files;
+}
+
+void CheckGradients(const std::string& src, const std::vector<ConvCase>& cases) {
+  TempDir d;
+  CmdResult r = RunBlockflow({"import-tf", src, "--gradients", "-o", "grads"}, d.path().string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')).find("node"), 0u) << r.out;
+  for (const char* col : {"op", "geometry", "fed", "result"})
+    EXPECT_NE(r.out.substr(0, r.out.find('\n')).find(col), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote " + std::to_string(cases.size()) + " of " +
+                       std::to_string(cases.size()) + " convolution nodes to grads"),
+            std::string::npos)
+      << r.out;
+  size_t files = 0;
+  for (const auto& f : fs::directory_iterator(d.path() / "grads"))
+    files += f.path().extension() == ".json";
+  EXPECT_EQ(files, cases.size());
+  std::map<std::string, Tensor> per_node;
+  uint32_t seed = 1;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.node);
+    std::string file = c.node;
+    std::replace(file.begin(), file.end(), '/', '.');
+    EXPECT_NE(r.out.find("ok: " + file + ".json"), std::string::npos) << r.out;
+    Expected<Graph> g = LoadGraphFile(d / ("grads/" + file + ".json"));
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    std::set<std::string> fed;
+    for (const Node& n : g->nodes()) {
+      if (n.op == "Placeholder") fed.insert(n.id);
+    }
+    EXPECT_EQ(fed, c.fed);
+    fs::create_directories(d.path() / ("data" + std::to_string(seed)));
+    std::map<std::string, std::string> feeds =
+        RandomFeeds(*g, d.path() / ("data" + std::to_string(seed)), seed);
+    ++seed;
+    std::vector<std::string> args = {"run", "grads/" + file + ".json", "--fetch", c.node, "--out",
+                                     "o1"};
+    for (const auto& [id, f] : feeds) args.insert(args.end(), {"--feed", id + "=" + f});
+    CmdResult run = RunBlockflow(args, d.path().string());
+    ASSERT_EQ(run.rc, 0) << run.err;
+    Expected<Tensor> got = ReadNpy(d / ("o1/" + c.node + ".npy"));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    // The same op built directly, fed the same files.
+    json nodes = json::array();
+    json inputs = json::object();
+    std::vector<std::string> direct_args = {"run", "direct.json", "--fetch", "conv", "--out", "o2"};
+    for (const auto& [port, id] : c.in) {
+      const Node* p = g->FindNode(id);
+      ASSERT_NE(p, nullptr) << id;
+      nodes.push_back({{"id", "p_" + port}, {"op", "Placeholder"}, {"attrs", p->attrs}});
+      inputs[port] = "p_" + port;
+      direct_args.insert(direct_args.end(), {"--feed", "p_" + port + "=" + feeds.at(id)});
+    }
+    if (!c.sizes_port.empty()) {
+      nodes.push_back({{"id", "sizes"},
+                       {"op", "Const"},
+                       {"attrs", {{"dtype", "int32"}, {"shape", {4}}, {"value", c.sizes}}}});
+      inputs[c.sizes_port] = "sizes";
+    }
+    nodes.push_back({{"id", "conv"},
+                     {"op", c.op},
+                     {"inputs", inputs},
+                     {"attrs", {{"strides", {1, c.stride, c.stride, 1}}, {"padding", "SAME"}}}});
+    WriteText(d / "direct.json", GraphText(nodes));
+    CmdResult direct = RunBlockflow(direct_args, d.path().string());
+    ASSERT_EQ(direct.rc, 0) << direct.err;
+    Expected<Tensor> want = ReadNpy(d / "o2/conv.npy");
+    ASSERT_TRUE(want.ok());
+    EXPECT_TRUE(got->BitwiseEquals(*want)) << got->DebugString() << " vs " << want->DebugString();
+    per_node.emplace(c.node, std::move(got).value());
+    fs::remove_all(d.path() / "o1");
+    fs::remove_all(d.path() / "o2");
+  }
+  // --single: one graph holding every node.
+  r = RunBlockflow({"import-tf", src, "--gradients", "--single", "-o", "all.json"},
+                   d.path().string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Expected<Graph> all = LoadGraphFile(d / "all.json");
+  ASSERT_TRUE(all.ok());
+  for (const ConvCase& c : cases) EXPECT_NE(all->FindNode(c.node), nullptr) << c.node;
+  CmdResult v = RunBlockflow({"validate", "all.json"}, d.path().string());
+  EXPECT_EQ(v.rc, 0) << v.err;
+}
+
+TEST(ImportTfCliTest, GradientsOfTheTrainingStepSample) {
+  const std::string relu_grad = "gradients/conv1/Relu_grad/ReluGrad";
+  CheckGradients((SourceDir() / "samples/tf/conv_train_step.pbtxt").string(),
+                 {{"conv1/Conv2D",
+                   "Conv2D",
+                   {{"input", "input"}, {"filter", "conv1/weights"}},
+                   "",
+                   {},
+                   1,
+                   {"input", "conv1/weights"}},
+                  {"gradients/conv1/Conv2D_grad/Conv2DBackpropInput",
+                   "Conv2DBackpropInput",
+                   {{"filter", "conv1/weights"}, {"out_backprop", relu_grad}},
+                   "input_sizes",
+                   {2, 8, 8, 3},
+                   1,
+                   {"input", "conv1/weights", relu_grad}},
+                  {"gradients/conv1/Conv2D_grad/Conv2DBackpropFilter",
+                   "Conv2DBackpropFilter",
+                   {{"input", "input"}, {"out_backprop", relu_grad}},
+                   "filter_sizes",
+                   {3, 3, 3, 4},
+                   1,
+                   {"input", "conv1/weights", relu_grad}}});
+}
+
+// A training graph with Relu and MaxPool between its convolutions, BiasAdd, Reshape and MatMul
+// after them, and no _output_shapes: every cut's shape is inferred.
+TEST(ImportTfCliTest, GradientsOfACnnTrainingStep) {
+  const std::string g1 = "gradients/conv1/Relu_grad/ReluGrad";
+  const std::string g2 = "gradients/conv2/Relu_grad/ReluGrad";
+  CheckGradients((SourceDir() / "tests/data/tf/cnn_train_step.pbtxt").string(),
+                 {{"conv1/Conv2D",
+                   "Conv2D",
+                   {{"input", "x"}, {"filter", "conv1/weights"}},
+                   "",
+                   {},
+                   1,
+                   {"x", "conv1/weights"}},
+                  {"conv2/Conv2D",
+                   "Conv2D",
+                   {{"input", "pool1/MaxPool"}, {"filter", "conv2/weights"}},
+                   "",
+                   {},
+                   2,
+                   {"pool1/MaxPool", "conv2/weights"}},
+                  {"gradients/conv2/Conv2D_grad/Conv2DBackpropInput",
+                   "Conv2DBackpropInput",
+                   {{"filter", "conv2/weights"}, {"out_backprop", g2}},
+                   "input_sizes",
+                   {2, 6, 6, 8},
+                   2,
+                   {"pool1/MaxPool", "conv2/weights", g2}},
+                  {"gradients/conv2/Conv2D_grad/Conv2DBackpropFilter",
+                   "Conv2DBackpropFilter",
+                   {{"input", "pool1/MaxPool"}, {"out_backprop", g2}},
+                   "filter_sizes",
+                   {3, 3, 8, 16},
+                   2,
+                   {"pool1/MaxPool", "conv2/weights", g2}},
+                  {"gradients/conv1/Conv2D_grad/Conv2DBackpropFilter",
+                   "Conv2DBackpropFilter",
+                   {{"input", "x"}, {"out_backprop", g1}},
+                   "filter_sizes",
+                   {3, 3, 3, 8},
+                   1,
+                   {"x", "conv1/weights", g1}}});
+}
+
+// conv2d_transpose builds its output shape with Pack (an op blockflow lacks) from
+// tf.shape(dy)[0] and constants: the cut there becomes a Const of the inferred value, so the
+// graph knows its output shape.
+TEST(ImportTfTest, GradientsCutAKnownIntegerTensorAsAConst) {
+  const std::string pbtxt = R"(
+node { name: "dy" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "shape" value { shape { dim { size: 2 } dim { size: 4 } dim { size: 4 } dim { size: 8 } } } } }
+node { name: "w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "shape" value { shape { dim { size: 3 } dim { size: 3 } dim { size: 3 } dim { size: 8 } } } } }
+node { name: "shape_dy" op: "Shape" input: "dy" attr { key: "T" value { type: DT_FLOAT } } attr { key: "out_type" value { type: DT_INT32 } } }
+node { name: "i0" op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 0 } } } }
+node { name: "i1" op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 1 } } } }
+node { name: "b" op: "StridedSlice" input: "shape_dy" input: "i0" input: "i1" input: "i1" attr { key: "T" value { type: DT_INT32 } } attr { key: "shrink_axis_mask" value { i: 1 } } }
+node { name: "h" op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 8 } } } }
+node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 3 } } } }
+node { name: "out_shape" op: "Pack" input: "b" input: "h" input: "h" input: "c" attr { key: "T" value { type: DT_INT32 } } attr { key: "N" value { i: 4 } } }
+node { name: "deconv" op: "Conv2DBackpropInput" input: "out_shape" input: "w" input: "dy" attr { key: "T" value { type: DT_FLOAT } } attr { key: "strides" value { list { i: 1 i: 2 i: 2 i: 1 } } } attr { key: "padding" value { s: "SAME" } } }
+)";
+  RegisterBuiltinBlocks();
+  Expected<std::vector<tfimport::GradientImport>> g =
+      tfimport::ImportGradients(pbtxt, "t.pbtxt", GraphDefFormat::kText, {}, OpRegistry::Global());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->size(), 1u);
+  const tfimport::GradientImport& d = (*g)[0];
+  ASSERT_TRUE(d.status.ok()) << d.status.message();
+  EXPECT_EQ(d.node, "deconv");
+  EXPECT_EQ(d.file, "deconv.json");
+  EXPECT_EQ(d.geometry, "x [2,8,8,3] w [3,3,3,8] y [2,4,4,8] s 2,2 SAME NHWC");
+  EXPECT_EQ(d.fed, (std::vector<std::string>{"dy", "w"}));
+  const Node* sizes = d.result.graph.FindNode("out_shape");
+  ASSERT_NE(sizes, nullptr);
+  EXPECT_EQ(sizes->op, "Const");
+  EXPECT_EQ(sizes->attrs["value"], json({2, 8, 8, 3}));
+  GraphAnalysis a = AnalyzeGraph(d.result.graph, OpRegistry::Global());
+  ASSERT_TRUE(a.ok()) << a.issues[0].ToString();
+  EXPECT_EQ(a.nodes[static_cast<size_t>(d.result.graph.IndexOf("deconv"))].outputs[0].shape,
+            (Shape{2, 8, 8, 3}));
+}
+
+// A node that cannot be imported gets its reason in the table; the others are written, and
+// the exit status says that not all were.
+TEST(ImportTfCliTest, GradientsTableGivesTheReasonOfANodeWithoutAGraph) {
+  const std::string src = (SourceDir() / "tests/data/tf/queue_input.pbtxt").string();
+  TempDir d;
+  CmdResult r = RunBlockflow({"import-tf", src, "--gradients", "-o", "q"}, d.path().string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("ok: conv.Conv2D.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("x [2,8,8,3] w [3,3,3,4] y [2,8,8,4] s 1,1 SAME NHWC  conv/weights batch "
+                       "batch_1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("eval/Conv2D"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--feed eval/batch: cannot tell the shape of 'eval/batch': node "
+                       "'eval/fifo_queue' (FIFOQueueV2)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("wrote 2 of 3 convolution nodes to q"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(d / "q/gradients.conv.Conv2D_grad.Conv2DBackpropFilter.json"));
+  EXPECT_FALSE(fs::exists(d / "q/eval.Conv2D.json"));
+  // Given the queue's shape, every node imports.
+  r = RunBlockflow(
+      {"import-tf", src, "--gradients", "-o", "q2", "--feed", "eval/batch:float32[-1,8,8,3]"},
+      d.path().string());
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = RunBlockflow({"import-tf", src, "--gradients", "--fetch", "x", "-o", "q3"},
+                   d.path().string());
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--gradients chooses the nodes itself"), std::string::npos) << r.err;
+}
+
+// ---------------------------------------------------------------------------
+// The summary of a whole-graph import that cannot be done.
+
+TEST(ImportTfCliTest, SummaryOfAWholeGraphImport) {
+  const std::string src = (SourceDir() / "tests/data/tf/cnn_train_step.pbtxt").string();
+  TempDir d;
+  CmdResult r = RunBlockflow({"import-tf", src, "-o", "g.json"}, d.path().string());
+  EXPECT_EQ(r.rc, 1);
+  const std::string e = "error: " + src + ": ";
+  const std::string head =
+      e +
+      "19 nodes use 9 ops blockflow lacks: ApplyGradientDescent x4, VariableV2 x4, MatMul "
+      "x3, Relu x2, ReluGrad x2, BiasAdd x1, BiasAddGrad x1, MaxPool x1, MaxPoolGrad x1\n" +
+      e + "the largest part blockflow can import has 6 of the 43 nodes; import it with --fetch " +
+      "gradients/loss/sub_grad/Identity --feed fc/MatMul\n" + e +
+      "the GraphDef holds 5 convolution nodes: import-tf GRAPHDEF --gradients -o DIR writes a "
+      "runnable graph for each\n" +
+      e +
+      "node 'conv1/weights' (VariableV2): blockflow has no block 'VariableV2'; cut it off "
+      "with --feed conv1/weights, or choose outputs with --fetch NAME\n";
+  EXPECT_EQ(r.err.substr(0, head.size()), head) << r.err;
+  // 3 summary lines and one per node: 19 fit in 20.
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 3 + 19) << r.err;
+  EXPECT_FALSE(fs::exists(d / "g.json"));
+  // The suggestion works.
+  r = RunBlockflow({"import-tf", src, "-o", "g.json", "--fetch", "gradients/loss/sub_grad/Identity",
+                    "--feed", "fc/MatMul"},
+                   d.path().string());
+  EXPECT_EQ(r.rc, 0) << r.err;
+  // With --fetch: the --feed list that makes it import.
+  r = RunBlockflow({"import-tf", src, "-o", "h.json", "--fetch",
+                    "gradients/conv2/Conv2D_grad/Conv2DBackpropFilter"},
+                   d.path().string());
+  EXPECT_EQ(r.rc, 1);
+  const std::string cut =
+      "to import what the fetches need, cut off those ops with --feed "
+      "gradients/conv2/Relu_grad/ReluGrad --feed conv2/weights --feed pool1/MaxPool";
+  EXPECT_NE(r.err.find(cut), std::string::npos) << r.err;
+  r = RunBlockflow({"import-tf", src, "-o", "h.json", "--fetch",
+                    "gradients/conv2/Conv2D_grad/Conv2DBackpropFilter", "--feed", "pool1/MaxPool",
+                    "--feed", "gradients/conv2/Relu_grad/ReluGrad", "--feed", "conv2/weights"},
+                   d.path().string());
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+// Past 20 nodes the summary shows the first 20 and says how many more --verbose lists.
+TEST(ImportTfCliTest, SummaryShowsTwentyNodesUnlessVerbose) {
+  std::string text =
+      R"(node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 2 } } } } })";
+  for (int i = 0; i < 30; ++i) {
+    text += "\nnode { name: \"r" + std::to_string(i) + "\" op: \"" +
+            (i % 3 == 0 ? "Relu" : "Tanh") +
+            "\" input: \"x\" attr { key: \"T\" value { type: DT_FLOAT } } }";
+  }
+  TempDir d;
+  WriteText(d / "many.pbtxt", text);
+  CmdResult r = RunBlockflow({"import-tf", "many.pbtxt", "-o", "g.json"}, d.path().string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err.rfind("error: many.pbtxt: 30 nodes use 2 ops blockflow lacks: Tanh x20, Relu "
+                        "x10\nerror: many.pbtxt: the largest part blockflow can import has 1 of "
+                        "the 31 nodes; import it with --fetch x\n",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2 + 20 + 1) << r.err;
+  EXPECT_NE(r.err.find("error: many.pbtxt: ... and 10 more nodes blockflow cannot import "
+                       "(--verbose lists them all)\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("node 'r29'"), std::string::npos);
+  r = RunBlockflow({"import-tf", "many.pbtxt", "-o", "g.json", "--verbose"}, d.path().string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2 + 30) << r.err;
+  EXPECT_NE(r.err.find("node 'r29' (Tanh)"), std::string::npos) << r.err;
 }
 
 }  // namespace
