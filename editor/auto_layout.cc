@@ -194,6 +194,9 @@ Part LayerPart(const SubGraph& sg, const std::vector<int>& members, const Layout
 
 #ifdef BLOCKFLOW_HAVE_GRAPHVIZ
 
+// A source with more consumers than this is laid out by its first wire only (see DotPart).
+constexpr int kSharedFanout = 3;
+
 // cgraph takes `char*` for names and values it only reads.
 char* Mutable(const char* s) { return const_cast<char*>(s); }
 
@@ -219,8 +222,13 @@ bool DotPart(const SubGraph& sg, const std::vector<int>& members, const LayoutOp
   agattr(g, AGRAPH, Mutable("splines"), Mutable(""));
   agattr(g, AGRAPH, Mutable("nodesep"), Mutable(nodesep.c_str()));
   agattr(g, AGRAPH, Mutable("ranksep"), Mutable(ranksep.c_str()));
-  // Fewer crossing-reduction rounds on big parts: the layout stays interactive at 5000 nodes.
-  if (members.size() > 400) agattr(g, AGRAPH, Mutable("mclimit"), Mutable("0.3"));
+  // Big parts: fewer network-simplex and crossing-reduction rounds (dot's defaults take seconds
+  // on a 300-node training step; these, a tenth of that, for a layout about as compact).
+  if (members.size() > 100) {
+    agattr(g, AGRAPH, Mutable("nslimit"), Mutable("1"));
+    agattr(g, AGRAPH, Mutable("nslimit1"), Mutable("1"));
+  }
+  if (members.size() > 400) agattr(g, AGRAPH, Mutable("mclimit"), Mutable("0.5"));
   agattr(g, AGNODE, Mutable("shape"), Mutable("box"));
   agattr(g, AGNODE, Mutable("fixedsize"), Mutable("true"));
   agattr(g, AGNODE, Mutable("label"), Mutable(""));
@@ -237,9 +245,42 @@ bool DotPart(const SubGraph& sg, const std::vector<int>& members, const LayoutOp
     nodes[i] = n;
     order.push_back(n);
   }
+  // A source that feeds many nodes (a shared size or learning rate) is laid out by one wire
+  // only, to its consumer nearest the start, and placed in the first layer (rank=min), so that
+  // it stays left of all its consumers. Its other wires would stretch across every layer: they
+  // make dot slow and the drawing tall.
+  std::unordered_map<int, int> fanout, depth;
+  std::unordered_map<int, bool> has_input;
+  for (const auto& [a, b] : sg.edges) {
+    if (nodes.count(a) && nodes.count(b)) {
+      ++fanout[a];
+      has_input[b] = true;
+    }
+  }
+  // Longest-path depth (edges are in no particular order: relax until stable, bounded).
+  for (size_t pass = 0; pass < members.size(); ++pass) {
+    bool changed = false;
+    for (const auto& [a, b] : sg.edges) {
+      if (!nodes.count(a) || !nodes.count(b) || depth[b] >= depth[a] + 1) continue;
+      depth[b] = depth[a] + 1;
+      changed = true;
+    }
+    if (!changed) break;
+  }
+  std::unordered_map<int, int> nearest;  // shared source → its consumer of least depth
+  for (const auto& [a, b] : sg.edges) {
+    if (!nodes.count(a) || !nodes.count(b) || fanout[a] <= kSharedFanout || has_input[a]) continue;
+    auto it = nearest.find(a);
+    if (it == nearest.end() || depth[b] < depth[it->second]) nearest[a] = b;
+  }
+  Agraph_t* first_layer = nearest.empty() ? nullptr : agsubg(g, Mutable("shared"), 1);
+  if (first_layer) agsafeset(first_layer, Mutable("rank"), Mutable("min"), Mutable(""));
+  for (const auto& [a, b] : nearest) agsubnode(first_layer, nodes[a], 1);
   for (const auto& [a, b] : sg.edges) {
     auto ia = nodes.find(a), ib = nodes.find(b);
-    if (ia != nodes.end() && ib != nodes.end()) agedge(g, ia->second, ib->second, nullptr, 1);
+    if (ia == nodes.end() || ib == nodes.end()) continue;
+    if (auto n = nearest.find(a); n != nearest.end() && n->second != b) continue;
+    agedge(g, ia->second, ib->second, nullptr, 1);
   }
   const bool ok = gvLayout(gvc, g, "dot") == 0;
   if (ok) {
