@@ -81,6 +81,20 @@ int main(int argc, char** argv) {
         QApplication::processEvents();
         ms[f]["open"].push_back(t.nsecsElapsed() / 1e6);
         nodes[f] = w.document()->graph().nodes().size();
+        // The layout alone, with dot and with the simple layering (no scene update).
+        auto size_of = [&w](const std::string& id) {
+          auto* item = w.scene()->FindNode(id);
+          return item ? item->body_size() : QSizeF(180, 80);
+        };
+        for (bool dot : {true, false}) {
+          blockflow::editor::LayoutOptions options;
+          options.use_graphviz = dot;
+          t.restart();
+          const auto pos =
+              blockflow::editor::ComputeLayout(w.document()->graph(), {}, size_of, options);
+          ms[f][dot ? "layout dot" : "layout simple"].push_back(t.nsecsElapsed() / 1e6);
+          if (pos.empty()) return 1;
+        }
         t.restart();
         blockflow::editor::ArrangeNodes(w.scene(), {}, /*undoable=*/true);
         ms[f]["arrange"].push_back(t.nsecsElapsed() / 1e6);
@@ -106,8 +120,9 @@ int main(int argc, char** argv) {
               blockflow::editor::LayoutEngineName().toUtf8().constData(), rounds);
   for (const QString& f : files) {
     std::printf("%-24s %5zu nodes", QFileInfo(f).fileName().toUtf8().constData(), nodes[f]);
-    for (const char* k : {"open", "arrange", "fit+paint", "open unplaced (+layout)"})
-      std::printf("  %s %8.1f", k, Median(ms[f][k]));
+    for (const char* k :
+         {"open", "layout dot", "layout simple", "arrange", "fit+paint", "open unplaced (+layout)"})
+      std::printf("  %s %.0f", k, Median(ms[f][k]));
     std::printf("\n");
   }
   for (const auto& [f, u] : unplaced) QFile::remove(u);
