@@ -324,7 +324,7 @@ NodeItem* GraphScene::NodeAt(QPointF scene_pos) const {
 std::string GraphScene::EditableInputAt(QPointF scene_pos, std::string* node_id) const {
   NodeItem* item = NodeAt(scene_pos);
   if (!item) return "";
-  const std::string port = item->InputPortAt(scene_pos);
+  std::string port = item->InputPortAt(scene_pos);
   const Node* node = doc_->graph().FindNode(item->id());
   const OpSchema* schema = node ? doc_->registry().Find(node->op) : nullptr;
   const int pi = schema ? schema->InputIndex(port) : -1;

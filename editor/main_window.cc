@@ -692,8 +692,13 @@ void MainWindow::showEvent(QShowEvent* event) {
 void MainWindow::ScriptedScreenshot(const QString& path, bool run,
                                     const std::function<void(int)>& done) {
   auto shoot = [this, path, done](bool run_ok) {
+    // The last drawn node (an inline value is drawn in its port, not as a node).
     const auto& nodes = doc_->graph().nodes();
-    if (!nodes.empty()) SelectNode(nodes.back().id);
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      if (!scene_->FindNode(it->id)) continue;
+      SelectNode(it->id);
+      break;
+    }
     // Let the layout settle (footers appear after a run) before fitting and grabbing.
     QTimer::singleShot(100, this, [this, path, done, run_ok] {
       view_->FitToGraph();

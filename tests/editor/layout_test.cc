@@ -9,6 +9,7 @@
 #include <set>
 
 #include "editor/auto_layout.h"
+#include "editor/editor_main.h"
 #include "editor/graph_document.h"
 #include "editor/graph_scene.h"
 #include "editor/graph_view.h"
@@ -288,6 +289,12 @@ TEST_F(LayoutTest, MinimapShowsTheGraphAndMovesTheView) {
   const double pixel = map->SceneBox().width() / map->width();
   EXPECT_NEAR(centre.x(), target.center().x(), 2 * pixel);
   EXPECT_NEAR(centre.y(), target.center().y(), 2 * pixel);
+}
+
+TEST(EditorArgs, ArrangeOption) {
+  EXPECT_TRUE(ParseEditorArgs({"blockflow-editor", "g.json", "--arrange"}).arrange);
+  EXPECT_FALSE(ParseEditorArgs({"blockflow-editor", "g.json"}).arrange);
+  EXPECT_TRUE(EditorUsage().contains("--arrange"));
 }
 
 }  // namespace

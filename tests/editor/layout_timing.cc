@@ -7,7 +7,6 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
-#include <QTemporaryDir>
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -30,8 +29,8 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// The graph of `path` without positions, written into `dir` (same folder depth, so relative
-// Const files still resolve: the copy sits beside the original).
+// The graph of `path` without positions, written beside it as NAME.unplaced.json (so that
+// relative Const files still resolve).
 QString WithoutPositions(const QString& path) {
   blockflow::Expected<blockflow::Graph> g = blockflow::LoadGraphFile(path.toStdString());
   if (!g.ok()) return {};
@@ -42,7 +41,7 @@ QString WithoutPositions(const QString& path) {
       if (n.ui.empty()) n.ui = nullptr;
     }
   }
-  const QString out =
+  QString out =
       QFileInfo(path).absolutePath() + "/" + QFileInfo(path).completeBaseName() + ".unplaced.json";
   if (!blockflow::SaveGraphFile(*g, out.toStdString()).ok()) return {};
   return out;
