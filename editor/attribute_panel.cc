@@ -15,6 +15,7 @@
 #include "editor/const_value_editor.h"
 #include "editor/feed_editor.h"
 #include "editor/graph_document.h"
+#include "editor/inline_values.h"
 
 namespace blockflow::editor {
 
@@ -34,6 +35,11 @@ std::string AttributePanel::Key() const {
   if (!node) return "";
   nlohmann::json k = {{"id", node->id}, {"op", node->op}, {"attrs", node->attrs}};
   if (node->ui.is_object() && node->ui.contains("feed")) k["feed"] = node->ui["feed"];
+  if (node->ui.is_object() && node->ui.contains("feed_random"))
+    k["feed_random"] = node->ui["feed_random"];
+  k["inline"] = InlineInputsKey(doc_->graph(), id_);
+  k["wired"] = nlohmann::json::array();  // the inline rows show unwired inputs
+  for (const auto& [port, eps] : node->inputs) k["wired"].push_back(port);
   return k.dump();
 }
 
@@ -167,6 +173,9 @@ void AttributePanel::Rebuild() {
   editors_["id"] = id_edit;
 
   if (schema) AddAttrRows(*schema, *node);
+  AddInlineInputRows(
+      form_, doc_, *node,
+      [this](const QString& text, bool error) { emit statusMessage(text, error); }, &editors_);
   UpdateIssues();
   UpdateVisibility();
   if (!focused.empty()) {
@@ -213,6 +222,12 @@ void AttributePanel::AddAttrRows(const OpSchema& schema, const Node& node) {
         host);
     form_->addRow("feed", w);
     editors_["feed"] = w;
+    QWidget* random = MakeFeedRandomEditor(node.ui, [this](bool on) {
+      const Status st = doc_->SetUiValue(id_, "feed_random", on ? nlohmann::json(true) : nullptr);
+      if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
+    });
+    form_->addRow("", random);
+    editors_["feed_random"] = random;
     break;  // one feed per node (ui.feed)
   }
 }

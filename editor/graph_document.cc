@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/layout.h"
+#include "editor/inline_values.h"
 
 namespace blockflow::editor {
 
@@ -89,7 +90,23 @@ void GraphDocument::Reset(Graph graph) {
   const bool allow_outside_files = graph_.allow_outside_files;  // the editor's setting stays
   graph_ = std::move(graph);
   graph_.allow_outside_files = allow_outside_files;
+  unplaced_on_load_.clear();
+  const InlineIndex inline_index(graph_);  // drawn in their ports: no position of their own
+  std::set<std::string> inline_unplaced;
+  for (const Node& n : graph_.nodes()) {
+    if (NodePosition(n)) continue;
+    if (inline_index.IsInline(n.id)) {
+      inline_unplaced.insert(n.id);
+    } else {
+      unplaced_on_load_.push_back(n.id);
+    }
+  }
   AssignMissingPositions(graph_);
+  for (Node& n : graph_.nodes()) {
+    if (!inline_unplaced.count(n.id)) continue;
+    n.ui.erase("x");
+    n.ui.erase("y");
+  }
   Reanalyze();
   undo_stack_.setClean();
   emit graphChanged(false);
@@ -184,6 +201,7 @@ void GraphDocument::Replace(const Graph& graph, bool layout_only) {
 }
 
 void GraphDocument::ApplyEdit(const QString& text, Graph after, bool layout_only) {
+  if (!layout_only) DropOrphanedInlineConsts(graph_, after);
   undo_stack_.push(new SnapshotCommand(this, text, graph_, std::move(after), layout_only));
 }
 
@@ -385,7 +403,8 @@ void GraphDocument::MoveNodes(const std::map<std::string, QPointF>& positions) {
 }
 
 std::string GraphDocument::CopyNodes(const std::vector<std::string>& ids) const {
-  std::set<std::string> chosen(ids.begin(), ids.end());
+  const std::vector<std::string> with_values = WithInlineInputs(graph_, ids);
+  std::set<std::string> chosen(with_values.begin(), with_values.end());
   Graph sub;
   for (const Node& n : graph_.nodes()) {
     if (!chosen.count(n.id)) continue;

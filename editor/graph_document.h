@@ -66,6 +66,9 @@ class GraphDocument : public QObject {
   Status Open(const QString& path);
   /// Replaces the graph without undo history (e.g. a graph built in code).
   void Reset(Graph graph);
+  /// The nodes that had no position when the graph was opened (or Reset); the editor lays
+  /// them out (auto_layout.h).
+  const std::vector<std::string>& unplaced_on_load() const { return unplaced_on_load_; }
   /// Saves atomically to `path`; relative file names are rebased when the folder changes.
   Status Save(const QString& path);
   /// Lets graphs name files outside their folder (Graph::allow_outside_files), for this and
@@ -120,6 +123,7 @@ class GraphDocument : public QObject {
   Graph graph_;
   GraphAnalysis analysis_;
   QUndoStack undo_stack_;
+  std::vector<std::string> unplaced_on_load_;
 };
 
 }  // namespace blockflow::editor

@@ -1,12 +1,16 @@
 #include "editor/graph_scene.h"
 
+#include <QGraphicsSceneContextMenuEvent>
 #include <QGraphicsSceneDragDropEvent>
 #include <QGraphicsSceneMouseEvent>
+#include <QGraphicsView>
+#include <QMenu>
 #include <QMimeData>
 #include <QPainter>
 #include <cmath>
 #include <set>
 
+#include "editor/inline_values.h"
 #include "editor/theme.h"
 
 namespace blockflow::editor {
@@ -36,8 +40,10 @@ void GraphScene::Sync() {
   syncing_ = true;
   ClearDragTarget();
   const Graph& g = doc_->graph();
+  const InlineIndex inline_index(g);  // inline Consts are drawn inside the node they feed
   std::set<std::string> live;
   for (const Node& node : g.nodes()) {
+    if (inline_index.IsInline(node.id)) continue;
     live.insert(node.id);
     NodeItem* item = FindNode(node.id);
     if (!item) {
@@ -57,6 +63,7 @@ void GraphScene::Sync() {
                          return nullptr;
                        return &p->outputs[static_cast<size_t>(ep.index)];
                      });
+    item->SetInlineValues(inline_index.TextsOf(g, node.id));
     const QPointF p = NodePosition(node).value_or(QPointF(0, 0));
     if (item->pos() != p) item->setPos(p);
   }
@@ -73,6 +80,7 @@ void GraphScene::Sync() {
   edges_.clear();
   for (const Node& node : g.nodes()) {
     NodeItem* consumer = FindNode(node.id);
+    if (!consumer) continue;  // an inline Const
     const OpSchema* schema = doc_->registry().Find(node.op);
     int fallback_row = 0;
     for (const auto& [port, eps] : node.inputs) {
@@ -292,12 +300,88 @@ void GraphScene::CommitMoves() {
 }
 
 void GraphScene::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {
+  if (event->button() == Qt::LeftButton && EditInlineValueAt(event->scenePos())) {
+    event->accept();
+    return;
+  }
   if (event->button() == Qt::LeftButton && !itemAt(event->scenePos(), QTransform())) {
     emit quickAddRequested(event->scenePos());
     event->accept();
     return;
   }
   QGraphicsScene::mouseDoubleClickEvent(event);
+}
+
+NodeItem* GraphScene::NodeAt(QPointF scene_pos) const {
+  for (QGraphicsItem* it : items(scene_pos)) {
+    if (it->type() == NodeItem::Type) return static_cast<NodeItem*>(it);
+    if (it->parentItem() && it->parentItem()->type() == NodeItem::Type)
+      return static_cast<NodeItem*>(it->parentItem());
+  }
+  return nullptr;
+}
+
+std::string GraphScene::EditableInputAt(QPointF scene_pos, std::string* node_id) const {
+  NodeItem* item = NodeAt(scene_pos);
+  if (!item) return "";
+  std::string port = item->InputPortAt(scene_pos);
+  const Node* node = doc_->graph().FindNode(item->id());
+  const OpSchema* schema = node ? doc_->registry().Find(node->op) : nullptr;
+  const int pi = schema ? schema->InputIndex(port) : -1;
+  if (pi < 0 || schema->inputs()[static_cast<size_t>(pi)].is_list) return "";
+  auto wired = node->inputs.find(port);
+  const bool is_inline = InlineIndex(doc_->graph()).InputsOf(node->id).count(port) > 0;
+  if (!is_inline && wired != node->inputs.end() && !wired->second.empty()) return "";
+  *node_id = item->id();
+  return port;
+}
+
+bool GraphScene::EditInlineValueAt(QPointF scene_pos) {
+  std::string node_id;
+  const std::string port = EditableInputAt(scene_pos, &node_id);
+  if (port.empty() || views().isEmpty()) return false;
+  QGraphicsView* view = views().first();
+  const QPoint global = view->viewport()->mapToGlobal(view->mapFromScene(scene_pos));
+  OpenInlineValueEditor(view, global, doc_, node_id, port, [this](const QString& text, bool error) {
+    emit statusMessage(text, error);
+  });
+  return true;
+}
+
+void GraphScene::contextMenuEvent(QGraphicsSceneContextMenuEvent* event) {
+  NodeItem* item = NodeAt(event->scenePos());
+  if (!item) {
+    QGraphicsScene::contextMenuEvent(event);
+    return;
+  }
+  const std::string id = item->id();
+  QMenu menu;
+  std::string editable_node;
+  const std::string port = EditableInputAt(event->scenePos(), &editable_node);
+  const QPointF at = event->scenePos();
+  if (!port.empty()) {
+    menu.addAction(QString("Type a Value for '%1'…").arg(QString::fromStdString(port)), this,
+                   [this, at] { EditInlineValueAt(at); });
+  }
+  for (const auto& [p, k] : InlineIndex(doc_->graph()).InputsOf(id)) {
+    menu.addAction(QString("Unfold '%1' into a Node").arg(QString::fromStdString(p)), this,
+                   [this, id, p = p] {
+                     const Status st = UnfoldInlineValue(doc_, id, p);
+                     if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
+                   });
+  }
+  if (CanFoldIntoPort(doc_->graph(), id)) {
+    menu.addAction("Fold into the Port It Feeds", this, [this, id] {
+      const Status st = FoldIntoPort(doc_, id);
+      if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
+    });
+  }
+  if (menu.isEmpty()) {
+    QGraphicsScene::contextMenuEvent(event);
+    return;
+  }
+  menu.exec(event->screenPos());
+  event->accept();
 }
 
 void GraphScene::dragEnterEvent(QGraphicsSceneDragDropEvent* event) {

@@ -51,6 +51,12 @@ class GraphScene : public QGraphicsScene {
   /// any pointer to them.
   void ForgetPortsOf(const NodeItem* node);
 
+  /// The node drawn at `scene_pos` (its body or one of its ports), or null.
+  NodeItem* NodeAt(QPointF scene_pos) const;
+  /// Opens the inline value editor of the input row at `scene_pos` when that input is unwired
+  /// or holds an inline value (inline_values.h); false when there is no such row.
+  bool EditInlineValueAt(QPointF scene_pos);
+
   void SetRunState(const std::string& id, RunState state, double ms = -1,
                    const QString& message = {});
   void ClearRunStates();
@@ -70,9 +76,12 @@ class GraphScene : public QGraphicsScene {
   void dragMoveEvent(QGraphicsSceneDragDropEvent* event) override;
   void dropEvent(QGraphicsSceneDragDropEvent* event) override;
   void drawBackground(QPainter* painter, const QRectF& rect) override;
+  void contextMenuEvent(QGraphicsSceneContextMenuEvent* event) override;
 
  private:
   PortItem* PortNear(QPointF scene_pos) const;
+  // The input port at `scene_pos` that can take a typed value, and its node.
+  std::string EditableInputAt(QPointF scene_pos, std::string* node_id) const;
   void UpdateEdge(EdgeItem* e);
   void ClearDragTarget();
   void CommitMoves();

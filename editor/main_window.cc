@@ -25,9 +25,11 @@
 #include <cstdio>
 
 #include "editor/attribute_panel.h"
+#include "editor/auto_layout.h"
 #include "editor/graph_document.h"
 #include "editor/graph_scene.h"
 #include "editor/graph_view.h"
+#include "editor/minimap.h"
 #include "editor/palette_widget.h"
 #include "editor/result_panel.h"
 #include "editor/run_controller.h"
@@ -124,6 +126,7 @@ void MainWindow::BuildUi() {
   setObjectName("blockflow_editor");
   view_ = new GraphView(scene_);
   setCentralWidget(view_);
+  minimap_ = new Minimap(view_, scene_);
 
   palette_ = new PaletteWidget(doc_->registry());
   auto* palette_dock = new QDockWidget("Blocks", this);
@@ -233,6 +236,18 @@ void MainWindow::BuildActions() {
   view->addAction("Zoom &In", QKeySequence::ZoomIn, this, [this] { view_->ZoomBy(1.25); });
   view->addAction("Zoom &Out", QKeySequence::ZoomOut, this, [this] { view_->ZoomBy(0.8); });
   view->addAction("&Actual Size", QKeySequence("Ctrl+1"), this, [this] { view_->ResetZoom(); });
+  view->addSeparator();
+  // Arrange: the selection when two or more nodes are selected, else the whole graph.
+  QAction* a_arrange = view->addAction("A&rrange", QKeySequence("Ctrl+L"), this, [this] {
+    const auto ids = scene_->SelectedNodeIds();
+    Arrange(ids.size() >= 2 ? ids : std::vector<std::string>());
+  });
+  a_arrange->setToolTip("Lay the graph (or the selected nodes) out left to right (" +
+                        LayoutEngineName() + ")");
+  QAction* a_minimap = view->addAction("&Minimap");
+  a_minimap->setCheckable(true);
+  a_minimap->setChecked(true);
+  connect(a_minimap, &QAction::toggled, minimap_, &QWidget::setVisible);
   view->addSeparator();
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
@@ -499,6 +514,12 @@ bool MainWindow::OpenFile(const QString& path) {
                  .arg(QFileInfo(path).fileName())
                  .arg(doc_->graph().nodes().size()),
              false);
+  if (!doc_->unplaced_on_load().empty()) {
+    // Positions missing: lay out the whole graph, or only the nodes without one.
+    const bool all = doc_->unplaced_on_load().size() == doc_->graph().nodes().size();
+    ArrangeNodes(scene_, all ? std::vector<std::string>() : doc_->unplaced_on_load(),
+                 /*undoable=*/false);
+  }
   QTimer::singleShot(0, this, [this] { view_->FitToGraph(); });
   if (!doc_->analysis().issues.empty())
     ShowStatus(QString::fromStdString(doc_->analysis().issues[0].ToString()), true);
@@ -580,6 +601,13 @@ void MainWindow::FillSamplesMenu() {
         ->addAction(dir.isEmpty() ? "(no samples folder; set BLOCKFLOW_SAMPLES)" : "(no samples)")
         ->setEnabled(false);
   }
+}
+
+int MainWindow::Arrange(const std::vector<std::string>& ids) {
+  const int n = ArrangeNodes(scene_, ids, /*undoable=*/true);
+  if (ids.empty()) view_->FitToGraph();
+  ShowStatus(QString("Arranged %1 node(s) with %2.").arg(n).arg(LayoutEngineName()), false);
+  return n;
 }
 
 void MainWindow::Copy() {
@@ -664,8 +692,13 @@ void MainWindow::showEvent(QShowEvent* event) {
 void MainWindow::ScriptedScreenshot(const QString& path, bool run,
                                     const std::function<void(int)>& done) {
   auto shoot = [this, path, done](bool run_ok) {
+    // The last drawn node (an inline value is drawn in its port, not as a node).
     const auto& nodes = doc_->graph().nodes();
-    if (!nodes.empty()) SelectNode(nodes.back().id);
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      if (!scene_->FindNode(it->id)) continue;
+      SelectNode(it->id);
+      break;
+    }
     // Let the layout settle (footers appear after a run) before fitting and grabbing.
     QTimer::singleShot(100, this, [this, path, done, run_ok] {
       view_->FitToGraph();

@@ -5,6 +5,7 @@
 #include <QMainWindow>
 #include <functional>
 #include <string>
+#include <vector>
 
 class QAction;
 class QLabel;
@@ -18,6 +19,7 @@ class AttributePanel;
 class GraphDocument;
 class GraphScene;
 class GraphView;
+class Minimap;
 class PaletteWidget;
 class QuickAddPopup;
 class ResultPanel;
@@ -44,6 +46,10 @@ class MainWindow : public QMainWindow {
   bool OpenFile(const QString& path);
   /// Saves to `path` (atomic); errors are reported.
   bool SaveTo(const QString& path);
+  /// View > Arrange: lays out nodes `ids` (empty: the whole graph, then fits it in view) as one
+  /// undoable edit. Returns the number of nodes placed.
+  int Arrange(const std::vector<std::string>& ids = {});
+  Minimap* minimap() const { return minimap_; }
   /// Runs the graph on a worker thread (as the Run button).
   void Run();
   void CancelRun();
@@ -99,6 +105,7 @@ class MainWindow : public QMainWindow {
   GraphDocument* doc_;
   GraphScene* scene_;
   GraphView* view_;
+  Minimap* minimap_;
   PaletteWidget* palette_;
   AttributePanel* attributes_;
   ResultPanel* results_;

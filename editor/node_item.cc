@@ -218,6 +218,28 @@ void NodeItem::SetContent(const Node& node, const OpSchema* schema, const NodeIn
   Relayout();
 }
 
+void NodeItem::SetInlineValues(const std::map<std::string, QString>& texts) {
+  if (texts.empty()) return;
+  for (PortLabel& l : inputs_) {
+    auto it = texts.find(l.port_name);
+    if (it == texts.end()) continue;
+    l.inline_value = true;
+    l.detail = "= " + it->second;
+    l.tooltip += "\nValue typed on the port (an inline Const); double-click to edit";
+  }
+  Relayout();
+}
+
+std::string NodeItem::InputPortAt(QPointF scene_pos) const {
+  const QPointF p = mapFromScene(scene_pos);
+  if (p.x() < -kPortR || p.x() > width_ * 0.6) return "";
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const double y = RowY(static_cast<int>(i));
+    if (p.y() >= y - 2 && p.y() < y + kRowH - 2) return inputs_[i].port_name;
+  }
+  return "";
+}
+
 void NodeItem::SetRunState(RunState state, double ms, const QString& message) {
   const bool footer_changed = (state == RunState::kIdle) != (run_state_ == RunState::kIdle);
   run_state_ = state;
@@ -291,10 +313,24 @@ PortItem* NodeItem::FindPort(bool is_output, const std::string& name) const {
   return nullptr;
 }
 
-void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
+  const QRectF body(0, 0, width_, height_);
+  // Far out (a fitted graph of hundreds of nodes) text is unreadable and slow: boxes only.
+  if (option->levelOfDetailFromTransform(painter->worldTransform()) < 0.3) {
+    painter->setPen(Qt::NoPen);
+    painter->setBrush(palette::kNodeBody);
+    painter->drawRect(body);
+    painter->setBrush(CategoryColor(category_));
+    painter->drawRect(QRectF(0, 0, width_, kTitleH));
+    QPen border(issues_.empty() ? palette::kNodeBorder : palette::kError, issues_.empty() ? 0 : 6);
+    if (isSelected()) border = QPen(palette::kSelection, 8);
+    painter->setPen(border);
+    painter->setBrush(Qt::NoBrush);
+    painter->drawRect(body);
+    return;
+  }
   painter->setRenderHint(QPainter::Antialiasing);
   painter->setRenderHint(QPainter::TextAntialiasing);
-  const QRectF body(0, 0, width_, height_);
   // Soft shadow.
   painter->setPen(Qt::NoPen);
   painter->setBrush(QColor(0, 0, 0, 70));
@@ -332,7 +368,18 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     painter->drawText(QRectF(kPad, y, width_ / 2, 20), Qt::AlignLeft | Qt::AlignVCenter,
                       inputs_[i].name);
     painter->setFont(DetailFont());
-    painter->setPen(inputs_[i].missing ? palette::kError : palette::kTextDim);
+    if (inputs_[i].inline_value) {
+      // The value folded into the port: a chip in the dtype's colour.
+      const double w = QFontMetricsF(DetailFont()).horizontalAdvance(inputs_[i].detail) + 10;
+      QColor chip = DTypeColor(inputs_[i].dtype);
+      chip.setAlpha(70);
+      painter->setPen(Qt::NoPen);
+      painter->setBrush(chip);
+      painter->drawRoundedRect(QRectF(kPad - 5, y + 16, std::min(w, width_ - kPad), 15), 4, 4);
+      painter->setPen(palette::kText);
+    } else {
+      painter->setPen(inputs_[i].missing ? palette::kError : palette::kTextDim);
+    }
     painter->drawText(QRectF(kPad, y + 16, width_ - 2 * kPad, 15), Qt::AlignLeft | Qt::AlignVCenter,
                       inputs_[i].detail);
   }
