@@ -103,6 +103,11 @@ Status GraphDocument::Open(const QString& path) {
   return Status::OK();
 }
 
+void GraphDocument::DetachFromFile() {
+  graph_.source_path.clear();
+  emit fileStateChanged();
+}
+
 // Calls fn(value, path) for every relative file name of the graph: attrs whose schema gives a
 // file kind (a Const's `file`) and `ui.feed`.
 template <typename Fn>

@@ -64,6 +64,9 @@ class GraphDocument : public QObject {
   void NewGraph();
   /// Loads a graph file (clears undo history). Nodes without a position get one.
   Status Open(const QString& path);
+  /// Forgets the file the graph came from (it stays in its folder for relative file names):
+  /// the next Save asks where, and never overwrites the original.
+  void DetachFromFile();
   /// Replaces the graph without undo history (e.g. a graph built in code).
   void Reset(Graph graph);
   /// Saves atomically to `path`; relative file names are rebased when the folder changes.
