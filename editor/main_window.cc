@@ -776,6 +776,7 @@ void MainWindow::showEvent(QShowEvent* event) {
     resizeDocks({palette_dock}, {310}, Qt::Horizontal);
     resizeDocks({attr_dock}, {430}, Qt::Horizontal);
     resizeDocks({attr_dock, result_dock}, {330, 640}, Qt::Vertical);
+    resizeDocks({findChild<QDockWidget*>("problems_dock")}, {130}, Qt::Vertical);
     QTimer::singleShot(0, this, [this] { view_->FitToGraph(); });
   }
 }
