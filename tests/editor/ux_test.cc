@@ -7,6 +7,7 @@
 #include <QAction>
 #include <QCheckBox>
 #include <QDirIterator>
+#include <QFile>
 #include <QFileInfo>
 #include <QLineEdit>
 #include <QMouseEvent>
@@ -456,6 +457,34 @@ TEST(MainWindowFiles, ASampleOpensAsAnUntitledCopy) {
   QList<QVariant> args;
   ASSERT_TRUE(testing::RunAndWait(w, &args));
   EXPECT_TRUE(args[0].toBool()) << args[1].toString().toStdString();
+}
+
+TEST(MainWindowFiles, SavingASampleCopyTakesItsDataAlongAndLeavesTheSample) {
+  QTemporaryDir dir;
+  const QString sample = testing::DataPath("basic.json");
+  QFile original(sample);
+  ASSERT_TRUE(original.open(QIODevice::ReadOnly));
+  const QByteArray before = original.readAll();
+  MainWindow w;
+  w.SetScripted(true);
+  ASSERT_TRUE(w.OpenCopy(sample));
+  EXPECT_TRUE(w.document()->is_detached_copy());
+  ASSERT_TRUE(w.SaveTo(dir.filePath("mine/copy.json")));
+  EXPECT_FALSE(w.document()->is_detached_copy());
+  // The feed file came along, under the same name; the saved graph names it as before.
+  EXPECT_TRUE(QFileInfo::exists(dir.filePath("mine/basic/x.npy")));
+  const Node* x = w.document()->graph().FindNode("x");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->ui["feed"], "basic/x.npy");
+  EXPECT_TRUE(w.document()->analysis().ok());
+  // The copy runs on its own, and the sample is untouched.
+  ASSERT_TRUE(w.OpenFile(dir.filePath("mine/copy.json")));
+  QList<QVariant> args;
+  ASSERT_TRUE(testing::RunAndWait(w, &args));
+  EXPECT_TRUE(args[0].toBool()) << args[1].toString().toStdString();
+  QFile again(sample);
+  ASSERT_TRUE(again.open(QIODevice::ReadOnly));
+  EXPECT_EQ(again.readAll(), before);
 }
 
 TEST(Settings, TestsUseTheTestLocationOnly) {
