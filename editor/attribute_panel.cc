@@ -146,13 +146,13 @@ void AttributePanel::Rebuild() {
   connect(id_edit, &QLineEdit::textEdited, this, [this, id_edit](const QString& text) {
     const std::string t = text.toStdString();
     const bool ok = t == id_ || (IsValidNodeId(t) && !doc_->graph().FindNode(t));
-    id_edit->setStyleSheet(ok ? "" : kErrorStyle);
-    if (!ok) {
-      emit statusMessage(
-          IsValidNodeId(t) ? QString("id '%1' is already used").arg(text)
-                           : QString("invalid id '%1': use letters, digits and _ . - /").arg(text),
-          true);
-    }
+    const QString reason =
+        ok ? QString()
+           : (IsValidNodeId(t)
+                  ? QString("id '%1' is already used").arg(text)
+                  : QString("invalid id '%1': use letters, digits and _ . - /").arg(text));
+    MarkFieldError(id_edit, reason);
+    if (!ok) emit statusMessage(reason, true);
   });
   connect(id_edit, &QLineEdit::editingFinished, this, [this, id_edit] {
     const std::string t = id_edit->text().toStdString();
@@ -163,7 +163,7 @@ void AttributePanel::Rebuild() {
     if (!st.ok()) {
       id_ = old;
       id_edit->setText(QString::fromStdString(old));
-      id_edit->setStyleSheet("");
+      MarkFieldError(id_edit, QString());
       emit statusMessage(QString::fromStdString(st.message()), true);
       return;
     }
@@ -295,6 +295,7 @@ void AttributePanel::UpdateIssues() {
     issues_->clear();
     return;
   }
+  MarkAttrFields();
   const auto issues = doc_->IssuesFor(id_);
   if (!issues.empty()) {
     QStringList lines;
@@ -313,6 +314,27 @@ void AttributePanel::UpdateIssues() {
     }
   }
   issues_->setText(text);
+}
+
+void AttributePanel::MarkAttrFields() {
+  // An attribute named by the node's analysis issues ("attr 'padding' is required", "strides
+  // must have 4 values ...") gets a red frame and the reason in its tooltip.
+  // One widget may edit two attributes (a Const's value or file): reasons are per widget.
+  std::map<QWidget*, QStringList> reasons;
+  for (const auto& [name, editor] : editors_) {
+    if (name == "id" || name == "feed") continue;
+    QStringList& r = reasons[editor];
+    for (const NodeIssue& issue : doc_->analysis().issues) {
+      const std::string& m = issue.message;
+      if (issue.node_id == id_ &&
+          (m.find("attr '" + name + "'") != std::string::npos || m.rfind(name + " ", 0) == 0 ||
+           m.rfind(name + ":", 0) == 0) &&
+          !r.contains(QString::fromStdString(m))) {
+        r << QString::fromStdString(m);
+      }
+    }
+  }
+  for (const auto& [editor, r] : reasons) MarkFieldError(editor, r.join("\n"));
 }
 
 }  // namespace blockflow::editor

@@ -87,6 +87,7 @@ void GraphDocument::NewGraph() { Reset(Graph()); }
 
 void GraphDocument::Reset(Graph graph) {
   undo_stack_.clear();
+  detached_copy_ = false;
   const bool allow_outside_files = graph_.allow_outside_files;  // the editor's setting stays
   graph_ = std::move(graph);
   graph_.allow_outside_files = allow_outside_files;
@@ -155,6 +156,25 @@ static void RebaseRelativeFiles(Graph& graph, const std::string& old_dir,
   });
 }
 
+// Copies the files that `graph` names inside `from` to the same relative places under `to`
+// (existing files there are kept); names that leave `from` are left to the rebasing.
+static Status CopyGraphFiles(Graph& graph, const std::string& from, const std::string& to) {
+  Status status;
+  ForEachRelativeFile(graph, [&](nlohmann::json&, const fs::path& p) {
+    const fs::path rel = p.lexically_normal();
+    if (!status.ok() || rel.empty() || *rel.begin() == "..") return;
+    const fs::path src = fs::path(from) / rel, dst = fs::path(to) / rel;
+    std::error_code ec;
+    if (!fs::is_regular_file(src, ec) || fs::exists(dst, ec)) return;
+    fs::create_directories(dst.parent_path(), ec);
+    if (!ec) fs::copy_file(src, dst, ec);
+    if (ec)
+      status =
+          Internal("cannot copy '" + src.string() + "' to '" + dst.string() + "': " + ec.message());
+  });
+  return status;
+}
+
 Status GraphDocument::Save(const QString& path) {
   const std::string p = path.toStdString();
   const std::string new_dir = fs::absolute(fs::path(p)).parent_path().string();
@@ -162,6 +182,19 @@ Status GraphDocument::Save(const QString& path) {
   // Relative names of a graph that has a folder name files there; "" is a new graph.
   std::string old_dir =
       graph_.base_dir.empty() ? std::string() : fs::absolute(graph_.base_dir).string();
+  if (detached_copy_ && !old_dir.empty()) {
+    // A copy (of a sample) takes its data along: same names, beside the new file.
+    RETURN_IF_ERROR(CopyGraphFiles(to_save, old_dir, new_dir));
+    // What was copied keeps its name; a name that leaves the old folder is rebased.
+    ForEachRelativeFile(to_save, [&](nlohmann::json& v, const fs::path& name) {
+      const fs::path rel = name.lexically_normal();
+      if (rel.empty() || *rel.begin() != "..") return;
+      const fs::path abs = (fs::path(old_dir) / name).lexically_normal();
+      const fs::path moved = abs.lexically_relative(fs::path(new_dir).lexically_normal());
+      v = moved.empty() ? abs.string() : moved.string();
+    });
+    old_dir = new_dir;
+  }
   RebaseRelativeFiles(to_save, old_dir, new_dir);
   RETURN_IF_ERROR(SaveGraphFile(to_save, p, registry_));
   const bool rebased = SerializeGraph(to_save, registry_) != SerializeGraph(graph_, registry_);
@@ -169,6 +202,7 @@ Status GraphDocument::Save(const QString& path) {
   // Absolute: "g.json" has no parent path, and an empty base_dir would read as a new graph
   // (the next Save As would then not rebase the relative file names).
   to_save.base_dir = new_dir;
+  detached_copy_ = false;
   if (rebased) {
     // The file names changed; history from the old folder would now point elsewhere.
     undo_stack_.clear();
@@ -179,6 +213,12 @@ Status GraphDocument::Save(const QString& path) {
   emit graphChanged(/*layout_only=*/true);  // same graph: run results stay valid
   emit fileStateChanged();
   return Status::OK();
+}
+
+void GraphDocument::DetachFromFile() {
+  graph_.source_path.clear();
+  detached_copy_ = true;
+  emit fileStateChanged();
 }
 
 void GraphDocument::SetAllowOutsideFiles(bool allow) {

@@ -64,6 +64,13 @@ class GraphDocument : public QObject {
   void NewGraph();
   /// Loads a graph file (clears undo history). Nodes without a position get one.
   Status Open(const QString& path);
+  /// Forgets the file the graph came from (it stays in its folder for relative file names):
+  /// the next Save asks where, and never overwrites the original. The first Save then copies
+  /// the data files the graph names inside its folder (a Const's `file`, a `ui.feed`) to the
+  /// same relative places beside the new file, so that the copy stays whole and self-contained.
+  void DetachFromFile();
+  /// True for a graph opened by DetachFromFile and not saved since.
+  bool is_detached_copy() const { return detached_copy_; }
   /// Replaces the graph without undo history (e.g. a graph built in code).
   void Reset(Graph graph);
   /// The nodes that had no position when the graph was opened (or Reset); the editor lays
@@ -124,6 +131,7 @@ class GraphDocument : public QObject {
   GraphAnalysis analysis_;
   QUndoStack undo_stack_;
   std::vector<std::string> unplaced_on_load_;
+  bool detached_copy_ = false;
 };
 
 }  // namespace blockflow::editor
