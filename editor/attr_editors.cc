@@ -85,11 +85,12 @@ QWidget* MakeFieldsEditor(const AttrDef& def, const nlohmann::json& shown,
       } else if (empty == 0) {
         host.commit(def.name, v);
       } else {
-        host.report(QString("%1 needs %2 %3")
-                        .arg(QString::fromStdString(def.name))
-                        .arg(def.length)
-                        .arg(ints ? "integers" : "numbers"),
-                    true);
+        const QString reason = QString("%1 needs %2 %3")
+                                   .arg(QString::fromStdString(def.name))
+                                   .arg(def.length)
+                                   .arg(ints ? "integers" : "numbers");
+        for (QLineEdit* g : fields) MarkFieldError(g, g->text().isEmpty() ? reason : QString());
+        host.report(reason, true);
       }
     });
   }
@@ -110,11 +111,11 @@ QWidget* MakeNumberListEditor(const AttrDef& def, const nlohmann::json& current,
     QString err;
     nlohmann::json v = ParseNumberList(edit->text(), &err);
     if (v.is_null()) {
-      edit->setStyleSheet(kErrorStyle);
+      MarkFieldError(edit, err);
       host.report(QString("%1: %2").arg(QString::fromStdString(name), err), true);
       return;
     }
-    edit->setStyleSheet("");
+    MarkFieldError(edit, QString());
     host.commit(name, v);
   });
   return edit;
@@ -154,11 +155,12 @@ QWidget* MakeScalarEditor(const AttrDef& def, const nlohmann::json& current,
     }
     nlohmann::json v;
     const bool ok = ParseScalar(type, t, &v);
-    edit->setStyleSheet(ok ? "" : kErrorStyle);
+    const QString reason = ok ? QString()
+                              : QString("%1: '%2' is not a valid %3")
+                                    .arg(QString::fromStdString(name), t, Q(AttrTypeName(type)));
+    MarkFieldError(edit, reason);
     if (!ok) {
-      host.report(QString("%1: '%2' is not a valid %3")
-                      .arg(QString::fromStdString(name), t, Q(AttrTypeName(type))),
-                  true);
+      host.report(reason, true);
       return;
     }
     host.commit(name, v);
@@ -167,6 +169,28 @@ QWidget* MakeScalarEditor(const AttrDef& def, const nlohmann::json& current,
 }
 
 }  // namespace
+
+void MarkFieldError(QWidget* field, const QString& reason) {
+  if (!field || FieldError(field) == reason) return;
+  if (!field->property("bf_error").isValid()) field->setProperty("bf_tooltip", field->toolTip());
+  const QString plain = field->property("bf_tooltip").toString();
+  if (reason.isEmpty()) {
+    field->setStyleSheet("");
+    field->setToolTip(plain);
+    field->setProperty("bf_error", QVariant());
+    field->setProperty("bf_tooltip", QVariant());
+    return;
+  }
+  // Selectors so that a widget holding fields frames them, not itself.
+  field->setStyleSheet("QLineEdit, QComboBox, QSpinBox, QCheckBox { border: 1px solid #e5484d; }");
+  field->setToolTip("<span style='color:#ff6b6f'><b>" + reason.toHtmlEscaped() + "</b></span>" +
+                    (plain.isEmpty() ? QString() : "<br><br>" + plain));
+  field->setProperty("bf_error", reason);
+}
+
+QString FieldError(const QWidget* field) {
+  return field ? field->property("bf_error").toString() : QString();
+}
 
 nlohmann::json ParseNumberList(const QString& text, QString* error) {
   nlohmann::json out = nlohmann::json::array();

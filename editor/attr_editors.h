@@ -28,6 +28,13 @@ QString JsonText(const nlohmann::json& value);
 /// The style sheet of a line edit that holds an entry it refused.
 inline constexpr char kErrorStyle[] = "QLineEdit { border: 1px solid #e5484d; }";
 
+/// Marks an editor (a field, or a widget holding fields) as holding a refused or invalid value:
+/// a red frame, and the reason first in its tooltip. An empty reason clears the mark and gives
+/// back the tooltip it had.
+void MarkFieldError(QWidget* field, const QString& reason);
+/// The reason MarkFieldError gave `field` ("" when it is not marked).
+QString FieldError(const QWidget* field);
+
 /// What the editors of one node need from the panel that shows them.
 struct AttrEditorHost {
   /// Sets one attribute as an undoable edit (null removes it, so its default applies).

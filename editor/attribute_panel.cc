@@ -15,6 +15,7 @@
 #include "editor/const_value_editor.h"
 #include "editor/feed_editor.h"
 #include "editor/graph_document.h"
+#include "editor/inline_values.h"
 
 namespace blockflow::editor {
 
@@ -34,6 +35,11 @@ std::string AttributePanel::Key() const {
   if (!node) return "";
   nlohmann::json k = {{"id", node->id}, {"op", node->op}, {"attrs", node->attrs}};
   if (node->ui.is_object() && node->ui.contains("feed")) k["feed"] = node->ui["feed"];
+  if (node->ui.is_object() && node->ui.contains("feed_random"))
+    k["feed_random"] = node->ui["feed_random"];
+  k["inline"] = InlineInputsKey(doc_->graph(), id_);
+  k["wired"] = nlohmann::json::array();  // the inline rows show unwired inputs
+  for (const auto& [port, eps] : node->inputs) k["wired"].push_back(port);
   return k.dump();
 }
 
@@ -140,13 +146,13 @@ void AttributePanel::Rebuild() {
   connect(id_edit, &QLineEdit::textEdited, this, [this, id_edit](const QString& text) {
     const std::string t = text.toStdString();
     const bool ok = t == id_ || (IsValidNodeId(t) && !doc_->graph().FindNode(t));
-    id_edit->setStyleSheet(ok ? "" : kErrorStyle);
-    if (!ok) {
-      emit statusMessage(
-          IsValidNodeId(t) ? QString("id '%1' is already used").arg(text)
-                           : QString("invalid id '%1': use letters, digits and _ . - /").arg(text),
-          true);
-    }
+    const QString reason =
+        ok ? QString()
+           : (IsValidNodeId(t)
+                  ? QString("id '%1' is already used").arg(text)
+                  : QString("invalid id '%1': use letters, digits and _ . - /").arg(text));
+    MarkFieldError(id_edit, reason);
+    if (!ok) emit statusMessage(reason, true);
   });
   connect(id_edit, &QLineEdit::editingFinished, this, [this, id_edit] {
     const std::string t = id_edit->text().toStdString();
@@ -157,7 +163,7 @@ void AttributePanel::Rebuild() {
     if (!st.ok()) {
       id_ = old;
       id_edit->setText(QString::fromStdString(old));
-      id_edit->setStyleSheet("");
+      MarkFieldError(id_edit, QString());
       emit statusMessage(QString::fromStdString(st.message()), true);
       return;
     }
@@ -167,6 +173,9 @@ void AttributePanel::Rebuild() {
   editors_["id"] = id_edit;
 
   if (schema) AddAttrRows(*schema, *node);
+  AddInlineInputRows(
+      form_, doc_, *node,
+      [this](const QString& text, bool error) { emit statusMessage(text, error); }, &editors_);
   UpdateIssues();
   UpdateVisibility();
   if (!focused.empty()) {
@@ -213,6 +222,12 @@ void AttributePanel::AddAttrRows(const OpSchema& schema, const Node& node) {
         host);
     form_->addRow("feed", w);
     editors_["feed"] = w;
+    QWidget* random = MakeFeedRandomEditor(node.ui, [this](bool on) {
+      const Status st = doc_->SetUiValue(id_, "feed_random", on ? nlohmann::json(true) : nullptr);
+      if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
+    });
+    form_->addRow("", random);
+    editors_["feed_random"] = random;
     break;  // one feed per node (ui.feed)
   }
 }
@@ -280,6 +295,7 @@ void AttributePanel::UpdateIssues() {
     issues_->clear();
     return;
   }
+  MarkAttrFields();
   const auto issues = doc_->IssuesFor(id_);
   if (!issues.empty()) {
     QStringList lines;
@@ -298,6 +314,27 @@ void AttributePanel::UpdateIssues() {
     }
   }
   issues_->setText(text);
+}
+
+void AttributePanel::MarkAttrFields() {
+  // An attribute named by the node's analysis issues ("attr 'padding' is required", "strides
+  // must have 4 values ...") gets a red frame and the reason in its tooltip.
+  // One widget may edit two attributes (a Const's value or file): reasons are per widget.
+  std::map<QWidget*, QStringList> reasons;
+  for (const auto& [name, editor] : editors_) {
+    if (name == "id" || name == "feed") continue;
+    QStringList& r = reasons[editor];
+    for (const NodeIssue& issue : doc_->analysis().issues) {
+      const std::string& m = issue.message;
+      if (issue.node_id == id_ &&
+          (m.find("attr '" + name + "'") != std::string::npos || m.rfind(name + " ", 0) == 0 ||
+           m.rfind(name + ":", 0) == 0) &&
+          !r.contains(QString::fromStdString(m))) {
+        r << QString::fromStdString(m);
+      }
+    }
+  }
+  for (const auto& [editor, r] : reasons) MarkFieldError(editor, r.join("\n"));
 }
 
 }  // namespace blockflow::editor

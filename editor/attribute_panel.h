@@ -50,6 +50,7 @@ class AttributePanel : public QWidget {
  private:
   void Rebuild();
   void UpdateIssues();
+  void MarkAttrFields();
   void UpdateVisibility();
   void Commit(const std::string& attr, const nlohmann::json& value);
   void CommitPatch(const nlohmann::json& patch);

@@ -65,16 +65,16 @@ QWidget* MakeConstValueEditor(const AttrDef& value_def, const AttrDef& file_def,
         QString err;
         nlohmann::json v = ParseNumberList(t, &err);
         if (v.is_null() || (mode->currentIndex() == kFill && v.size() != 1)) {
-          edit->setStyleSheet(kErrorStyle);
-          host.report(err.isEmpty() ? QString("fill needs one number")
-                                    : QString::fromStdString(value_name) + ": " + err,
-                      true);
+          const QString reason = err.isEmpty() ? QString("fill needs one number")
+                                               : QString::fromStdString(value_name) + ": " + err;
+          MarkFieldError(edit, reason);
+          host.report(reason, true);
           return;
         }
         patch[value_name] = mode->currentIndex() == kFill ? v[0] : v;
       }
     }
-    edit->setStyleSheet("");
+    MarkFieldError(edit, QString());
     host.commit_patch(patch);
   };
   QObject::connect(edit, &QLineEdit::editingFinished, edit, commit);

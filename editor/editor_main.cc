@@ -10,8 +10,9 @@
 namespace blockflow::editor {
 
 QString EditorUsage() {
-  return "usage: blockflow-editor [GRAPH.json] [--run] [--screenshot FILE.png]\n"
+  return "usage: blockflow-editor [GRAPH.json] [--arrange] [--run] [--screenshot FILE.png]\n"
          "  GRAPH.json          open this graph\n"
+         "  --arrange           lay the graph out once it is open (as View > Arrange)\n"
          "  --run               run the graph once it is shown (as the Run button)\n"
          "  --screenshot FILE   save a PNG of the window (after the run) and exit;\n"
          "                      exit code 1 if the run failed\n"
@@ -24,6 +25,8 @@ EditorOptions ParseEditorArgs(const QStringList& args) {
     const QString& a = args[i];
     if (a == "--run") {
       o.run = true;
+    } else if (a == "--arrange") {
+      o.arrange = true;
     } else if (a == "--screenshot") {
       if (i + 1 >= args.size()) {
         o.error = "--screenshot needs a file name";
@@ -67,6 +70,7 @@ int RunEditor(QApplication& app) {
   window.SetScripted(scripted);
   if (!o.graph.isEmpty() && !window.OpenFile(o.graph) && scripted) return 1;
   window.show();
+  if (o.arrange) window.Arrange();
   if (scripted) {
     int code = 0;
     window.ScriptedScreenshot(o.screenshot, o.run, [&code, &app](int c) {

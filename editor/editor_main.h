@@ -1,4 +1,5 @@
-// The editor's command line: `blockflow-editor [GRAPH.json] [--run] [--screenshot FILE.png]`.
+// The editor's command line:
+// `blockflow-editor [GRAPH.json] [--arrange] [--run] [--screenshot FILE.png]`.
 #pragma once
 
 #include <QString>
@@ -9,9 +10,10 @@ class QApplication;
 namespace blockflow::editor {
 
 struct EditorOptions {
-  QString graph;       // graph file to open ("" for a new graph)
-  bool run = false;    // run once the graph is shown
-  QString screenshot;  // save a PNG of the window and exit
+  QString graph;         // graph file to open ("" for a new graph)
+  bool arrange = false;  // View > Arrange once the graph is open
+  bool run = false;      // run once the graph is shown
+  QString screenshot;    // save a PNG of the window and exit
   bool help = false;
   QString error;  // non-empty when the command line is wrong
 };

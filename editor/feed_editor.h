@@ -18,4 +18,10 @@ QWidget* MakeFeedEditor(const nlohmann::json& ui, FileKind kind,
                         const std::function<void(const QString&)>& set_feed,
                         const AttrEditorHost& host);
 
+/// The "random values of its shape" check box ("feed_random") of a node with `ui`: checked when
+/// `ui.feed_random` is true; `set_random` receives the new state. The editor then feeds random
+/// values instead of the file (run_controller.h); `blockflow run` still needs --feed.
+QWidget* MakeFeedRandomEditor(const nlohmann::json& ui,
+                              const std::function<void(bool)>& set_random);
+
 }  // namespace blockflow::editor

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/layout.h"
+#include "editor/inline_values.h"
 
 namespace blockflow::editor {
 
@@ -86,10 +87,27 @@ void GraphDocument::NewGraph() { Reset(Graph()); }
 
 void GraphDocument::Reset(Graph graph) {
   undo_stack_.clear();
+  detached_copy_ = false;
   const bool allow_outside_files = graph_.allow_outside_files;  // the editor's setting stays
   graph_ = std::move(graph);
   graph_.allow_outside_files = allow_outside_files;
+  unplaced_on_load_.clear();
+  const InlineIndex inline_index(graph_);  // drawn in their ports: no position of their own
+  std::set<std::string> inline_unplaced;
+  for (const Node& n : graph_.nodes()) {
+    if (NodePosition(n)) continue;
+    if (inline_index.IsInline(n.id)) {
+      inline_unplaced.insert(n.id);
+    } else {
+      unplaced_on_load_.push_back(n.id);
+    }
+  }
   AssignMissingPositions(graph_);
+  for (Node& n : graph_.nodes()) {
+    if (!inline_unplaced.count(n.id)) continue;
+    n.ui.erase("x");
+    n.ui.erase("y");
+  }
   Reanalyze();
   undo_stack_.setClean();
   emit graphChanged(false);
@@ -138,6 +156,25 @@ static void RebaseRelativeFiles(Graph& graph, const std::string& old_dir,
   });
 }
 
+// Copies the files that `graph` names inside `from` to the same relative places under `to`
+// (existing files there are kept); names that leave `from` are left to the rebasing.
+static Status CopyGraphFiles(Graph& graph, const std::string& from, const std::string& to) {
+  Status status;
+  ForEachRelativeFile(graph, [&](nlohmann::json&, const fs::path& p) {
+    const fs::path rel = p.lexically_normal();
+    if (!status.ok() || rel.empty() || *rel.begin() == "..") return;
+    const fs::path src = fs::path(from) / rel, dst = fs::path(to) / rel;
+    std::error_code ec;
+    if (!fs::is_regular_file(src, ec) || fs::exists(dst, ec)) return;
+    fs::create_directories(dst.parent_path(), ec);
+    if (!ec) fs::copy_file(src, dst, ec);
+    if (ec)
+      status =
+          Internal("cannot copy '" + src.string() + "' to '" + dst.string() + "': " + ec.message());
+  });
+  return status;
+}
+
 Status GraphDocument::Save(const QString& path) {
   const std::string p = path.toStdString();
   const std::string new_dir = fs::absolute(fs::path(p)).parent_path().string();
@@ -145,6 +182,19 @@ Status GraphDocument::Save(const QString& path) {
   // Relative names of a graph that has a folder name files there; "" is a new graph.
   std::string old_dir =
       graph_.base_dir.empty() ? std::string() : fs::absolute(graph_.base_dir).string();
+  if (detached_copy_ && !old_dir.empty()) {
+    // A copy (of a sample) takes its data along: same names, beside the new file.
+    RETURN_IF_ERROR(CopyGraphFiles(to_save, old_dir, new_dir));
+    // What was copied keeps its name; a name that leaves the old folder is rebased.
+    ForEachRelativeFile(to_save, [&](nlohmann::json& v, const fs::path& name) {
+      const fs::path rel = name.lexically_normal();
+      if (rel.empty() || *rel.begin() != "..") return;
+      const fs::path abs = (fs::path(old_dir) / name).lexically_normal();
+      const fs::path moved = abs.lexically_relative(fs::path(new_dir).lexically_normal());
+      v = moved.empty() ? abs.string() : moved.string();
+    });
+    old_dir = new_dir;
+  }
   RebaseRelativeFiles(to_save, old_dir, new_dir);
   RETURN_IF_ERROR(SaveGraphFile(to_save, p, registry_));
   const bool rebased = SerializeGraph(to_save, registry_) != SerializeGraph(graph_, registry_);
@@ -152,6 +202,7 @@ Status GraphDocument::Save(const QString& path) {
   // Absolute: "g.json" has no parent path, and an empty base_dir would read as a new graph
   // (the next Save As would then not rebase the relative file names).
   to_save.base_dir = new_dir;
+  detached_copy_ = false;
   if (rebased) {
     // The file names changed; history from the old folder would now point elsewhere.
     undo_stack_.clear();
@@ -162,6 +213,12 @@ Status GraphDocument::Save(const QString& path) {
   emit graphChanged(/*layout_only=*/true);  // same graph: run results stay valid
   emit fileStateChanged();
   return Status::OK();
+}
+
+void GraphDocument::DetachFromFile() {
+  graph_.source_path.clear();
+  detached_copy_ = true;
+  emit fileStateChanged();
 }
 
 void GraphDocument::SetAllowOutsideFiles(bool allow) {
@@ -184,6 +241,7 @@ void GraphDocument::Replace(const Graph& graph, bool layout_only) {
 }
 
 void GraphDocument::ApplyEdit(const QString& text, Graph after, bool layout_only) {
+  if (!layout_only) DropOrphanedInlineConsts(graph_, after);
   undo_stack_.push(new SnapshotCommand(this, text, graph_, std::move(after), layout_only));
 }
 
@@ -385,7 +443,8 @@ void GraphDocument::MoveNodes(const std::map<std::string, QPointF>& positions) {
 }
 
 std::string GraphDocument::CopyNodes(const std::vector<std::string>& ids) const {
-  std::set<std::string> chosen(ids.begin(), ids.end());
+  const std::vector<std::string> with_values = WithInlineInputs(graph_, ids);
+  std::set<std::string> chosen(with_values.begin(), with_values.end());
   Graph sub;
   for (const Node& n : graph_.nodes()) {
     if (!chosen.count(n.id)) continue;

@@ -64,8 +64,18 @@ class GraphDocument : public QObject {
   void NewGraph();
   /// Loads a graph file (clears undo history). Nodes without a position get one.
   Status Open(const QString& path);
+  /// Forgets the file the graph came from (it stays in its folder for relative file names):
+  /// the next Save asks where, and never overwrites the original. The first Save then copies
+  /// the data files the graph names inside its folder (a Const's `file`, a `ui.feed`) to the
+  /// same relative places beside the new file, so that the copy stays whole and self-contained.
+  void DetachFromFile();
+  /// True for a graph opened by DetachFromFile and not saved since.
+  bool is_detached_copy() const { return detached_copy_; }
   /// Replaces the graph without undo history (e.g. a graph built in code).
   void Reset(Graph graph);
+  /// The nodes that had no position when the graph was opened (or Reset); the editor lays
+  /// them out (auto_layout.h).
+  const std::vector<std::string>& unplaced_on_load() const { return unplaced_on_load_; }
   /// Saves atomically to `path`; relative file names are rebased when the folder changes.
   Status Save(const QString& path);
   /// Lets graphs name files outside their folder (Graph::allow_outside_files), for this and
@@ -120,6 +130,8 @@ class GraphDocument : public QObject {
   Graph graph_;
   GraphAnalysis analysis_;
   QUndoStack undo_stack_;
+  std::vector<std::string> unplaced_on_load_;
+  bool detached_copy_ = false;
 };
 
 }  // namespace blockflow::editor

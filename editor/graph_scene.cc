@@ -1,12 +1,18 @@
 #include "editor/graph_scene.h"
 
+#include <QGraphicsSceneContextMenuEvent>
 #include <QGraphicsSceneDragDropEvent>
 #include <QGraphicsSceneMouseEvent>
+#include <QGraphicsView>
+#include <QMenu>
 #include <QMimeData>
 #include <QPainter>
+#include <QToolTip>
+#include <algorithm>
 #include <cmath>
 #include <set>
 
+#include "editor/inline_values.h"
 #include "editor/theme.h"
 
 namespace blockflow::editor {
@@ -36,8 +42,10 @@ void GraphScene::Sync() {
   syncing_ = true;
   ClearDragTarget();
   const Graph& g = doc_->graph();
+  const InlineIndex inline_index(g);  // inline Consts are drawn inside the node they feed
   std::set<std::string> live;
   for (const Node& node : g.nodes()) {
+    if (inline_index.IsInline(node.id)) continue;
     live.insert(node.id);
     NodeItem* item = FindNode(node.id);
     if (!item) {
@@ -57,6 +65,7 @@ void GraphScene::Sync() {
                          return nullptr;
                        return &p->outputs[static_cast<size_t>(ep.index)];
                      });
+    item->SetInlineValues(inline_index.TextsOf(g, node.id));
     const QPointF p = NodePosition(node).value_or(QPointF(0, 0));
     if (item->pos() != p) item->setPos(p);
   }
@@ -73,6 +82,7 @@ void GraphScene::Sync() {
   edges_.clear();
   for (const Node& node : g.nodes()) {
     NodeItem* consumer = FindNode(node.id);
+    if (!consumer) continue;  // an inline Const
     const OpSchema* schema = doc_->registry().Find(node.op);
     int fallback_row = 0;
     for (const auto& [port, eps] : node.inputs) {
@@ -211,8 +221,34 @@ void GraphScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
     if (PortItem* p = PortNear(event->scenePos())) {
       drag_ = DragSource{p->node_id(), p->name(),  p->is_output(),
                          p->index(),   p->dtype(), p->scenePos()};
-      drag_wire_ = addPath(EdgeItem::WirePath(p->scenePos(), event->scenePos()),
-                           QPen(DTypeColor(p->dtype()), 2.2, Qt::DashLine, Qt::RoundCap));
+      detaching_.reset();
+      // Dragging off a connected input picks its wire up by that end: dropped elsewhere it
+      // is rewired, dropped on empty canvas it is detached.
+      const Node* node = p->is_output() ? nullptr : doc_->graph().FindNode(p->node_id());
+      const std::vector<Endpoint>* wired = nullptr;
+      if (node) {
+        auto it = node->inputs.find(p->name());
+        if (it != node->inputs.end() && !it->second.empty()) wired = &it->second;
+      }
+      if (wired) {
+        const Endpoint ep = wired->back();
+        if (NodeItem* producer = FindNode(ep.node);
+            producer && ep.index < producer->num_outputs()) {
+          detaching_ = WireRef{ep, p->node_id(), p->name()};
+          drag_ = DragSource{ep.node,
+                             "",
+                             true,
+                             ep.index,
+                             producer->OutputDType(ep.index),
+                             producer->OutputAnchor(ep.index)};
+          for (EdgeItem* e : edges_) {
+            if (e->wire() == *detaching_) e->hide();
+          }
+        }
+      }
+      drag_wire_ = addPath(detaching_ ? EdgeItem::WirePath(drag_->anchor, event->scenePos())
+                                      : EdgeItem::WirePath(p->scenePos(), event->scenePos()),
+                           QPen(DTypeColor(drag_->dtype), 2.2, Qt::DashLine, Qt::RoundCap));
       drag_wire_->setZValue(5);
       event->accept();
       return;
@@ -237,10 +273,15 @@ void GraphScene::mouseMoveEvent(QGraphicsSceneMouseEvent* event) {
                                              : Endpoint{out_port->node_id(), out_port->index()};
       const std::string consumer = drag_->is_output ? target->node_id() : drag_->node_id;
       const std::string port = drag_->is_output ? target->name() : drag_->port;
-      const Status st = doc_->CheckConnection(from, consumer, port);
+      const bool same = detaching_ && detaching_->consumer == consumer && detaching_->port == port;
+      const Status st = same ? Status::OK() : doc_->CheckConnection(from, consumer, port);
       target->SetTargetState(st.ok() ? 1 : -1);
-      if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
       drag_target_ = target;
+      // Hover feedback lives at the cursor: the status bar is for what has happened.
+      SetHoverFeedback(st.ok() ? QString() : QString::fromStdString(st.message()),
+                       event->screenPos());
+    } else {
+      SetHoverFeedback(QString(), event->screenPos());
     }
   }
   const QPointF end = target ? target->scenePos() : pos;
@@ -257,10 +298,38 @@ void GraphScene::mouseReleaseEvent(QGraphicsSceneMouseEvent* event) {
   const DragSource src = *drag_;
   drag_.reset();
   ClearDragTarget();
+  SetHoverFeedback(QString(), event->screenPos());
   delete drag_wire_;
   drag_wire_ = nullptr;
   PortItem* target = PortNear(event->scenePos());
-  if (!target) return;
+  if (detaching_) {
+    const WireRef wire = *detaching_;
+    detaching_.reset();
+    FinishDetach(wire, target);
+    return;
+  }
+  if (!target) {
+    // Dropped on empty canvas (a real drag, not a click on the port): offer the blocks that
+    // can take the wire.
+    const QList<QGraphicsItem*> under = items(event->scenePos());
+    const bool empty = std::none_of(under.begin(), under.end(),
+                                    [](QGraphicsItem* it) { return it->type() == NodeItem::Type; });
+    if (empty && QLineF(src.anchor, event->scenePos()).length() > 30) {
+      WireFit fit;
+      fit.from_output = src.is_output;
+      if (src.is_output) {
+        fit.dtypes = {src.dtype};
+      } else if (const Node* n = doc_->graph().FindNode(src.node_id)) {
+        if (const OpSchema* schema = doc_->registry().Find(n->op)) {
+          const int pi = schema->InputIndex(src.port);
+          if (pi >= 0) fit.dtypes = schema->inputs()[static_cast<size_t>(pi)].dtypes;
+        }
+      }
+      emit wireDroppedOnCanvas(event->scenePos(),
+                               WireEnd{src.node_id, src.port, src.is_output, src.index}, fit);
+    }
+    return;
+  }
   NodeItem* node = FindNode(src.node_id);
   PortItem* source = node ? node->FindPort(src.is_output, src.port) : nullptr;
   if (!source || source == target) return;
@@ -274,6 +343,54 @@ void GraphScene::mouseReleaseEvent(QGraphicsSceneMouseEvent* event) {
                            .arg(QString::fromStdString(consumer), QString::fromStdString(port)),
                        false);
   }
+}
+
+void GraphScene::SetHoverFeedback(const QString& text, QPoint screen_pos) {
+  if (text == hover_feedback_) return;
+  hover_feedback_ = text;
+  if (text.isEmpty()) {
+    QToolTip::hideText();
+  } else {
+    QToolTip::showText(screen_pos + QPoint(14, 14), text);
+  }
+}
+
+void GraphScene::FinishDetach(const WireRef& wire, PortItem* target) {
+  auto restore = [this] {
+    for (EdgeItem* e : edges_) e->show();
+  };
+  if (!target) {
+    doc_->Remove({}, {wire});
+    emit statusMessage(
+        QString("Detached %1 from %2.%3")
+            .arg(QString::fromStdString(wire.producer.ToString()),
+                 QString::fromStdString(wire.consumer), QString::fromStdString(wire.port)),
+        false);
+    return;
+  }
+  if (target->is_output() || (target->node_id() == wire.consumer && target->name() == wire.port)) {
+    restore();  // put back where it was, or dropped on an output: nothing changes
+    return;
+  }
+  const Status st = doc_->CheckConnection(wire.producer, target->node_id(), target->name());
+  if (!st.ok()) {
+    restore();
+    emit statusMessage(QString::fromStdString(st.message()), true);
+    return;
+  }
+  doc_->undo_stack()->beginMacro(QString("Move wire %1 → %2.%3")
+                                     .arg(QString::fromStdString(wire.producer.ToString()),
+                                          QString::fromStdString(target->node_id()),
+                                          QString::fromStdString(target->name())));
+  const std::string consumer = target->node_id(), port = target->name();  // Remove syncs ports
+  doc_->Remove({}, {wire});
+  const Status connected = doc_->Connect(wire.producer, consumer, port);
+  doc_->undo_stack()->endMacro();
+  emit statusMessage(connected.ok()
+                         ? QString("Connected → %1.%2")
+                               .arg(QString::fromStdString(consumer), QString::fromStdString(port))
+                         : QString::fromStdString(connected.message()),
+                     !connected.ok());
 }
 
 void GraphScene::CommitMoves() {
@@ -292,12 +409,88 @@ void GraphScene::CommitMoves() {
 }
 
 void GraphScene::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {
+  if (event->button() == Qt::LeftButton && EditInlineValueAt(event->scenePos())) {
+    event->accept();
+    return;
+  }
   if (event->button() == Qt::LeftButton && !itemAt(event->scenePos(), QTransform())) {
     emit quickAddRequested(event->scenePos());
     event->accept();
     return;
   }
   QGraphicsScene::mouseDoubleClickEvent(event);
+}
+
+NodeItem* GraphScene::NodeAt(QPointF scene_pos) const {
+  for (QGraphicsItem* it : items(scene_pos)) {
+    if (it->type() == NodeItem::Type) return static_cast<NodeItem*>(it);
+    if (it->parentItem() && it->parentItem()->type() == NodeItem::Type)
+      return static_cast<NodeItem*>(it->parentItem());
+  }
+  return nullptr;
+}
+
+std::string GraphScene::EditableInputAt(QPointF scene_pos, std::string* node_id) const {
+  NodeItem* item = NodeAt(scene_pos);
+  if (!item) return "";
+  std::string port = item->InputPortAt(scene_pos);
+  const Node* node = doc_->graph().FindNode(item->id());
+  const OpSchema* schema = node ? doc_->registry().Find(node->op) : nullptr;
+  const int pi = schema ? schema->InputIndex(port) : -1;
+  if (pi < 0 || schema->inputs()[static_cast<size_t>(pi)].is_list) return "";
+  auto wired = node->inputs.find(port);
+  const bool is_inline = InlineIndex(doc_->graph()).InputsOf(node->id).count(port) > 0;
+  if (!is_inline && wired != node->inputs.end() && !wired->second.empty()) return "";
+  *node_id = item->id();
+  return port;
+}
+
+bool GraphScene::EditInlineValueAt(QPointF scene_pos) {
+  std::string node_id;
+  const std::string port = EditableInputAt(scene_pos, &node_id);
+  if (port.empty() || views().isEmpty()) return false;
+  QGraphicsView* view = views().first();
+  const QPoint global = view->viewport()->mapToGlobal(view->mapFromScene(scene_pos));
+  OpenInlineValueEditor(view, global, doc_, node_id, port, [this](const QString& text, bool error) {
+    emit statusMessage(text, error);
+  });
+  return true;
+}
+
+void GraphScene::contextMenuEvent(QGraphicsSceneContextMenuEvent* event) {
+  NodeItem* item = NodeAt(event->scenePos());
+  if (!item) {
+    QGraphicsScene::contextMenuEvent(event);
+    return;
+  }
+  const std::string id = item->id();
+  QMenu menu;
+  std::string editable_node;
+  const std::string port = EditableInputAt(event->scenePos(), &editable_node);
+  const QPointF at = event->scenePos();
+  if (!port.empty()) {
+    menu.addAction(QString("Type a Value for '%1'…").arg(QString::fromStdString(port)), this,
+                   [this, at] { EditInlineValueAt(at); });
+  }
+  for (const auto& [p, k] : InlineIndex(doc_->graph()).InputsOf(id)) {
+    menu.addAction(QString("Unfold '%1' into a Node").arg(QString::fromStdString(p)), this,
+                   [this, id, p = p] {
+                     const Status st = UnfoldInlineValue(doc_, id, p);
+                     if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
+                   });
+  }
+  if (CanFoldIntoPort(doc_->graph(), id)) {
+    menu.addAction("Fold into the Port It Feeds", this, [this, id] {
+      const Status st = FoldIntoPort(doc_, id);
+      if (!st.ok()) emit statusMessage(QString::fromStdString(st.message()), true);
+    });
+  }
+  if (menu.isEmpty()) {
+    QGraphicsScene::contextMenuEvent(event);
+    return;
+  }
+  menu.exec(event->screenPos());
+  event->accept();
 }
 
 void GraphScene::dragEnterEvent(QGraphicsSceneDragDropEvent* event) {

@@ -12,10 +12,18 @@
 
 #include "editor/graph_document.h"
 #include "editor/node_item.h"
+#include "editor/search.h"
 
 class QMimeData;
 
 namespace blockflow::editor {
+
+/// The fixed end of a wire dropped on empty canvas: an output (index) or an input (port).
+struct WireEnd {
+  std::string node_id, port;
+  bool is_output = true;
+  int index = 0;
+};
 
 class GraphScene : public QGraphicsScene {
   Q_OBJECT
@@ -51,15 +59,28 @@ class GraphScene : public QGraphicsScene {
   /// any pointer to them.
   void ForgetPortsOf(const NodeItem* node);
 
+  /// The node drawn at `scene_pos` (its body or one of its ports), or null.
+  NodeItem* NodeAt(QPointF scene_pos) const;
+  /// Opens the inline value editor of the input row at `scene_pos` when that input is unwired
+  /// or holds an inline value (inline_values.h); false when there is no such row.
+  bool EditInlineValueAt(QPointF scene_pos);
+
   void SetRunState(const std::string& id, RunState state, double ms = -1,
                    const QString& message = {});
   void ClearRunStates();
+
+  /// The refusal shown at the cursor while a wire hovers over a port that will not take it
+  /// ("" when there is none).
+  const QString& hover_feedback() const { return hover_feedback_; }
 
  signals:
   /// A message for the status bar (`error`: shown in red).
   void statusMessage(const QString& text, bool error);
   /// The user asked for the quick-add popup at `scene_pos` (double-click on empty canvas).
   void quickAddRequested(QPointF scene_pos);
+  /// A wire was dragged from `end` and dropped on empty canvas at `scene_pos`; `fit` says which
+  /// blocks could take it.
+  void wireDroppedOnCanvas(QPointF scene_pos, const WireEnd& end, const WireFit& fit);
 
  protected:
   void mousePressEvent(QGraphicsSceneMouseEvent* event) override;
@@ -70,12 +91,17 @@ class GraphScene : public QGraphicsScene {
   void dragMoveEvent(QGraphicsSceneDragDropEvent* event) override;
   void dropEvent(QGraphicsSceneDragDropEvent* event) override;
   void drawBackground(QPainter* painter, const QRectF& rect) override;
+  void contextMenuEvent(QGraphicsSceneContextMenuEvent* event) override;
 
  private:
   PortItem* PortNear(QPointF scene_pos) const;
+  // The input port at `scene_pos` that can take a typed value, and its node.
+  std::string EditableInputAt(QPointF scene_pos, std::string* node_id) const;
   void UpdateEdge(EdgeItem* e);
   void ClearDragTarget();
   void CommitMoves();
+  void SetHoverFeedback(const QString& text, QPoint screen_pos);
+  void FinishDetach(const WireRef& wire, PortItem* target);
 
   GraphDocument* doc_;
   std::map<std::string, NodeItem*> nodes_;
@@ -93,6 +119,9 @@ class GraphScene : public QGraphicsScene {
   std::optional<DragSource> drag_;
   QGraphicsPathItem* drag_wire_ = nullptr;
   PortItem* drag_target_ = nullptr;
+  // Set while a wire picked up from a connected input is dragged (its old wire).
+  std::optional<WireRef> detaching_;
+  QString hover_feedback_;
 };
 
 }  // namespace blockflow::editor

@@ -48,16 +48,21 @@ void GraphView::FitToGraph() {
     const double f = kMaxFitZoom / zoom();
     scale(f, f);
   }
-  if (zoom() < kMinZoom) {
-    const double f = kMinZoom / zoom();
-    scale(f, f);
-  }
+  // No lower limit: the whole graph is shown however large it is.
   centerOn(r.center());
+}
+
+double GraphView::MinZoom() const {
+  // Far enough out to see the whole graph, which may need less than kMinZoom.
+  const QRectF r = scene()->itemsBoundingRect().adjusted(-40, -40, 40, 40);
+  const QRect vp = viewport()->rect();
+  if (r.isEmpty() || vp.isEmpty()) return kMinZoom;
+  return std::min(kMinZoom, 0.9 * std::min(vp.width() / r.width(), vp.height() / r.height()));
 }
 
 void GraphView::ZoomBy(double factor) {
   const double z = zoom();
-  const double target = std::clamp(z * factor, kMinZoom, kMaxZoom);
+  const double target = std::clamp(z * factor, std::min(MinZoom(), z), kMaxZoom);
   const double f = target / z;
   scale(f, f);
 }

@@ -13,8 +13,10 @@ class GraphView : public QGraphicsView {
 
  public:
   explicit GraphView(GraphScene* scene, QWidget* parent = nullptr);
-  /// Fits the whole graph in view, magnifying at most 130%.
+  /// Fits the whole graph in view, magnifying at most 130% (and shrinking as far as it takes).
   void FitToGraph();
+  /// The smallest zoom the wheel reaches: 0.15, or less when the graph needs it to fit.
+  double MinZoom() const;
   void ZoomBy(double factor);
   void ResetZoom();
   double zoom() const { return transform().m11(); }

@@ -5,6 +5,7 @@
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QCoreApplication>
+#include <QCursor>
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -25,10 +26,15 @@
 #include <cstdio>
 
 #include "editor/attribute_panel.h"
+#include "editor/auto_layout.h"
 #include "editor/graph_document.h"
 #include "editor/graph_scene.h"
 #include "editor/graph_view.h"
+#include "editor/minimap.h"
+#include "editor/output_layout.h"
 #include "editor/palette_widget.h"
+#include "editor/paste_placement.h"
+#include "editor/problems_panel.h"
 #include "editor/result_panel.h"
 #include "editor/run_controller.h"
 
@@ -78,15 +84,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(attributes_, &AttributePanel::nodeRenamed, this,
           [this](const QString& id) { SelectNode(id.toStdString()); });
   connect(scene_, &GraphScene::quickAddRequested, this, [this](QPointF pos) {
-    quick_add_pos_ = pos;
-    quick_add_->Popup(view_->viewport()->mapToGlobal(view_->mapFromScene(pos)));
+    OpenQuickAdd(pos, view_->viewport()->mapToGlobal(view_->mapFromScene(pos)));
   });
-  connect(view_, &GraphView::quickAddRequested, this, [this](QPointF pos, QPoint global) {
-    quick_add_pos_ = pos;
-    quick_add_->Popup(global);
+  connect(view_, &GraphView::quickAddRequested, this,
+          [this](QPointF pos, QPoint global) { OpenQuickAdd(pos, global); });
+  connect(scene_, &GraphScene::wireDroppedOnCanvas, this,
+          [this](QPointF pos, const WireEnd& end, const WireFit& fit) {
+            OpenQuickAdd(pos, view_->viewport()->mapToGlobal(view_->mapFromScene(pos)), end, fit);
+          });
+  connect(quick_add_, &QuickAddPopup::opChosen, this, [this](const QString& op) {
+    const std::optional<WireEnd> wire = std::exchange(quick_add_wire_, std::nullopt);
+    if (wire) {
+      AddBlockAndWire(op, quick_add_pos_, *wire, quick_add_fit_);
+    } else {
+      AddBlockAt(op, quick_add_pos_);
+    }
   });
-  connect(quick_add_, &QuickAddPopup::opChosen, this,
-          [this](const QString& op) { AddBlockAt(op, quick_add_pos_); });
+  connect(quick_add_, &QuickAddPopup::dismissed, this, [this] { quick_add_wire_.reset(); });
   connect(palette_, &PaletteWidget::opActivated, this, [this](const QString& op) {
     AddBlockAt(op, view_->mapToScene(view_->viewport()->rect().center()));
   });
@@ -124,6 +138,7 @@ void MainWindow::BuildUi() {
   setObjectName("blockflow_editor");
   view_ = new GraphView(scene_);
   setCentralWidget(view_);
+  minimap_ = new Minimap(view_, scene_);
 
   palette_ = new PaletteWidget(doc_->registry());
   auto* palette_dock = new QDockWidget("Blocks", this);
@@ -144,10 +159,27 @@ void MainWindow::BuildUi() {
   addDockWidget(Qt::RightDockWidgetArea, result_dock);
   splitDockWidget(attr_dock, result_dock, Qt::Vertical);
 
+  problems_ = new ProblemsPanel(doc_);
+  auto* problems_dock = new QDockWidget("Problems", this);
+  problems_dock->setObjectName("problems_dock");
+  problems_dock->setWidget(problems_);
+  addDockWidget(Qt::BottomDockWidgetArea, problems_dock);
+  connect(problems_, &ProblemsPanel::nodeActivated, this, [this](const QString& id) {
+    if (!id.isEmpty()) SelectNode(id.toStdString());
+  });
+  connect(problems_, &ProblemsPanel::countChanged, problems_dock, [problems_dock](int n) {
+    problems_dock->setWindowTitle(n == 0 ? QString("Problems") : QString("Problems (%1)").arg(n));
+  });
+
   quick_add_ = new QuickAddPopup(doc_->registry(), this);
 
   status_label_ = new QLabel;
   status_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // A long message must not widen the window; the tooltip and the Problems panel have it all.
+  status_label_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  status_timer_ = new QTimer(this);
+  status_timer_->setSingleShot(true);
+  connect(status_timer_, &QTimer::timeout, this, [this] { ShowStatus(QString(), false); });
   summary_label_ = new QLabel;
   summary_label_->setStyleSheet("color: #8a919a; padding-right: 8px;");
   progress_ = new QProgressBar;
@@ -192,7 +224,8 @@ void MainWindow::BuildActions() {
                                     [this] { Save(); });
   a_save->setShortcut(QKeySequence::Save);
   QAction* a_save_as = file->addAction("Save &As…", this, [this] { SaveAs(); });
-  a_save_as->setShortcut(QKeySequence::SaveAs);
+  // Spelled out: QKeySequence::SaveAs is empty on plain X11 sessions.
+  a_save_as->setShortcut(QKeySequence("Ctrl+Shift+S"));
   file->addSeparator();
   QAction* a_quit = file->addAction("&Quit", this, &QWidget::close);
   a_quit->setShortcut(QKeySequence::Quit);
@@ -222,8 +255,7 @@ void MainWindow::BuildActions() {
   });
   edit->addAction("Add &Block…", QKeySequence("Ctrl+Shift+A"), this, [this] {
     const QPoint c = view_->viewport()->rect().center();
-    quick_add_pos_ = view_->mapToScene(c);
-    quick_add_->Popup(view_->viewport()->mapToGlobal(c));
+    OpenQuickAdd(view_->mapToScene(c), view_->viewport()->mapToGlobal(c));
   });
 
   QAction* a_fit = view->addAction("&Fit to View", this, [this] { view_->FitToGraph(); });
@@ -233,6 +265,18 @@ void MainWindow::BuildActions() {
   view->addAction("Zoom &In", QKeySequence::ZoomIn, this, [this] { view_->ZoomBy(1.25); });
   view->addAction("Zoom &Out", QKeySequence::ZoomOut, this, [this] { view_->ZoomBy(0.8); });
   view->addAction("&Actual Size", QKeySequence("Ctrl+1"), this, [this] { view_->ResetZoom(); });
+  view->addSeparator();
+  // Arrange: the selection when two or more nodes are selected, else the whole graph.
+  QAction* a_arrange = view->addAction("A&rrange", QKeySequence("Ctrl+L"), this, [this] {
+    const auto ids = scene_->SelectedNodeIds();
+    Arrange(ids.size() >= 2 ? ids : std::vector<std::string>());
+  });
+  a_arrange->setToolTip("Lay the graph (or the selected nodes) out left to right (" +
+                        LayoutEngineName() + ")");
+  QAction* a_minimap = view->addAction("&Minimap");
+  a_minimap->setCheckable(true);
+  a_minimap->setChecked(true);
+  connect(a_minimap, &QAction::toggled, minimap_, &QWidget::setVisible);
   view->addSeparator();
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
@@ -272,11 +316,21 @@ void MainWindow::BuildActions() {
   tb->addAction(a_fit);
 }
 
-QString MainWindow::StatusText() const { return status_label_->text(); }
+QString MainWindow::StatusText() const { return status_text_; }
+QString MainWindow::SummaryText() const { return summary_label_->text(); }
 
 void MainWindow::ShowStatus(const QString& text, bool error) {
+  // A message reports what just happened: it expires, and the next change of the graph
+  // replaces it (the summary and the Problems panel hold what stays true).
+  status_text_ = text;
   status_label_->setStyleSheet(error ? "color: #ff6b6f;" : "color: #d5d9de;");
   status_label_->setText(text);
+  status_label_->setToolTip(text);
+  if (text.isEmpty()) {
+    status_timer_->stop();
+  } else {
+    status_timer_->start(error ? 20000 : 8000);
+  }
 }
 
 void MainWindow::UpdateTitle() {
@@ -303,6 +357,8 @@ void MainWindow::UpdateSummary() {
 
 void MainWindow::OnGraphChanged(bool layout_only) {
   if (!layout_only && runner_->running()) edited_during_run_ = true;
+  // The graph is another one now: what the status bar said about the old one is history.
+  if (!layout_only) ShowStatus(QString(), false);
   if (!layout_only && runner_->has_result()) {
     runner_->ClearResult();
     scene_->ClearRunStates();
@@ -325,8 +381,6 @@ void MainWindow::OnSelectionChanged() {
   }
   attributes_->SetNode(ids[0]);
   ShowResultsFor(ids[0]);
-  const auto issues = doc_->IssuesFor(ids[0]);
-  if (!issues.empty()) ShowStatus(QString::fromStdString(issues[0]), true);
 }
 
 void MainWindow::ShowResultsFor(const std::string& id) {
@@ -351,9 +405,11 @@ void MainWindow::ShowResultsFor(const std::string& id) {
   const OpSchema* schema = node ? doc_->registry().Find(node->op) : nullptr;
   QStringList names, layouts;
   if (schema) {
-    for (const OutputDef& o : schema->outputs()) {
-      names << QString::fromStdString(o.name);
-      layouts << QString::fromStdString(PortLayout(o.layout, *schema, node->attrs));
+    for (const OutputDef& o : schema->outputs()) names << QString::fromStdString(o.name);
+    // Per output actually produced (variadic outputs differ in what they feed).
+    const int n = std::max(static_cast<int>(it->second.size()), 1);
+    for (int k = 0; k < n; ++k) {
+      layouts << QString::fromStdString(OutputLayoutFor(doc_->graph(), doc_->registry(), id, k));
     }
   }
   QString note;
@@ -494,14 +550,33 @@ bool MainWindow::OpenFile(const QString& path) {
   }
   runner_->ClearResult();
   scene_->ClearRunStates();
-  AddRecent(QFileInfo(path).absoluteFilePath());
-  ShowStatus(QString("Opened %1 (%2 nodes).")
+  if (!scripted_) AddRecent(QFileInfo(path).absoluteFilePath());  // scripted runs leave no trace
+  const size_t problems = doc_->analysis().issues.size();
+  ShowStatus(QString("Opened %1 (%2 nodes%3).")
                  .arg(QFileInfo(path).fileName())
-                 .arg(doc_->graph().nodes().size()),
-             false);
+                 .arg(doc_->graph().nodes().size())
+                 .arg(problems == 0 ? QString()
+                                    : QString("; %1 problem%2, see Problems")
+                                          .arg(problems)
+                                          .arg(problems == 1 ? "" : "s")),
+             problems != 0);
+  if (!doc_->unplaced_on_load().empty()) {
+    // Positions missing: lay out the whole graph, or only the nodes without one.
+    const bool all = doc_->unplaced_on_load().size() == doc_->graph().nodes().size();
+    ArrangeNodes(scene_, all ? std::vector<std::string>() : doc_->unplaced_on_load(),
+                 /*undoable=*/false);
+  }
   QTimer::singleShot(0, this, [this] { view_->FitToGraph(); });
-  if (!doc_->analysis().issues.empty())
-    ShowStatus(QString::fromStdString(doc_->analysis().issues[0].ToString()), true);
+  return true;
+}
+
+bool MainWindow::OpenCopy(const QString& path) {
+  if (!OpenFile(path)) return false;
+  doc_->DetachFromFile();
+  ShowStatus(QString("Opened a copy of %1: Save asks where to put it (the original stays as it "
+                     "is).")
+                 .arg(QFileInfo(path).fileName()),
+             false);
   return true;
 }
 
@@ -513,7 +588,7 @@ bool MainWindow::SaveTo(const QString& path) {
     if (!scripted_) QMessageBox::critical(this, "Cannot save graph", msg);
     return false;
   }
-  AddRecent(QFileInfo(path).absoluteFilePath());
+  if (!scripted_) AddRecent(QFileInfo(path).absoluteFilePath());
   ShowStatus("Saved " + path, false);
   return true;
 }
@@ -572,7 +647,7 @@ void MainWindow::FillSamplesMenu() {
   for (const QString& f : files) {
     const QString path = QDir(dir).absoluteFilePath(f);
     samples_menu_->addAction(QFileInfo(f).completeBaseName(), this, [this, path] {
-      if (MaybeSave()) OpenFile(path);
+      if (MaybeSave()) OpenCopy(path);
     });
   }
   if (files.isEmpty()) {
@@ -580,6 +655,13 @@ void MainWindow::FillSamplesMenu() {
         ->addAction(dir.isEmpty() ? "(no samples folder; set BLOCKFLOW_SAMPLES)" : "(no samples)")
         ->setEnabled(false);
   }
+}
+
+int MainWindow::Arrange(const std::vector<std::string>& ids) {
+  const int n = ArrangeNodes(scene_, ids, /*undoable=*/true);
+  if (ids.empty()) view_->FitToGraph();
+  ShowStatus(QString("Arranged %1 node(s) with %2.").arg(n).arg(LayoutEngineName()), false);
+  return n;
 }
 
 void MainWindow::Copy() {
@@ -611,7 +693,13 @@ void MainWindow::Paste() {
   if (json.isEmpty()) json = mime->text().toUtf8();
   if (json.isEmpty()) return;
   ++paste_count_;
-  auto ids = doc_->Paste(json.toStdString(), QPointF(40.0 * paste_count_, 40.0 * paste_count_),
+  // At the cursor when it is over the canvas; else beside the copied nodes, clear of them.
+  std::optional<QPointF> cursor;
+  const QPoint at = view_->viewport()->mapFromGlobal(QCursor::pos());
+  if (view_->viewport()->underMouse() && view_->viewport()->rect().contains(at))
+    cursor = view_->mapToScene(at);
+  const auto [top_left, original] = ClipboardBounds(json.toStdString());
+  auto ids = doc_->Paste(json.toStdString(), PasteOffset(top_left, cursor, original, paste_count_),
                          mime->data(kClipboardDirMime).toStdString());
   if (!ids.ok()) {
     ShowStatus("Cannot paste: " + QString::fromStdString(ids.status().message()), true);
@@ -624,7 +712,9 @@ void MainWindow::Paste() {
 void MainWindow::Duplicate() {
   const auto ids = scene_->SelectedNodeIds();
   if (ids.empty()) return;
-  auto pasted = doc_->Paste(doc_->CopyNodes(ids), QPointF(40, 40));
+  const std::string json = doc_->CopyNodes(ids);
+  const auto [top_left, original] = ClipboardBounds(json);
+  auto pasted = doc_->Paste(json, PasteOffset(top_left, std::nullopt, original, 1));
   if (pasted.ok()) scene_->SelectNodes(*pasted);
 }
 
@@ -636,6 +726,63 @@ void MainWindow::AddBlockAt(const QString& op, QPointF scene_pos) {
   }
   SelectNode(*id);
   ShowStatus(QString("Added %1 (%2).").arg(QString::fromStdString(*id), op), false);
+}
+
+void MainWindow::OpenQuickAdd(QPointF scene_pos, QPoint global_pos,
+                              const std::optional<WireEnd>& wire, const WireFit& fit) {
+  quick_add_pos_ = scene_pos;
+  quick_add_->Popup(global_pos, wire ? std::optional<WireFit>(fit) : std::nullopt);
+  quick_add_wire_ = wire;  // after Popup: showing it again dismisses the previous one
+  quick_add_fit_ = fit;
+}
+
+void MainWindow::AddBlockAndWire(const QString& op, QPointF scene_pos, const WireEnd& wire,
+                                 const WireFit& fit) {
+  const OpSchema* schema = doc_->registry().Find(op.toStdString());
+  const int port = schema ? FittingPort(*schema, fit) : -1;
+  if (port < 0) {
+    AddBlockAt(op, scene_pos);
+    return;
+  }
+  // The new block sits on the far side of the drop point from the wire's fixed end.
+  const QPointF at = scene_pos - (wire.is_output ? QPointF(0, 60) : QPointF(240, 60));
+  doc_->undo_stack()->beginMacro(QString("Add %1 and wire it").arg(op));
+  auto id = doc_->AddNode(op.toStdString(), at);
+  Status st = id.status();
+  if (id.ok()) {
+    st = wire.is_output ? doc_->Connect(Endpoint{wire.node_id, wire.index}, *id,
+                                        schema->inputs()[static_cast<size_t>(port)].name)
+                        : doc_->Connect(Endpoint{*id, port}, wire.node_id, wire.port);
+  }
+  doc_->undo_stack()->endMacro();
+  if (!id.ok()) {
+    ShowStatus(QString::fromStdString(id.status().message()), true);
+    return;
+  }
+  SelectNode(*id);
+  if (!st.ok()) {
+    ShowStatus(QString::fromStdString(st.message()), true);
+  } else {
+    ShowStatus(QString("Added %1 (%2), wired.").arg(QString::fromStdString(*id), op), false);
+  }
+}
+
+std::pair<QPointF, QRectF> MainWindow::ClipboardBounds(const std::string& json) const {
+  Expected<Graph> g = ParseGraphJson(json, "clipboard", "");
+  if (!g.ok() || g->nodes().empty()) return {QPointF(), QRectF()};
+  QRectF positions, drawn;
+  bool first = true;
+  for (const Node& n : g->nodes()) {
+    const QPointF p = NodePosition(n).value_or(QPointF());
+    positions = first ? QRectF(p, QSizeF(0, 0)) : positions.united(QRectF(p, QSizeF(0, 0)));
+    first = false;
+    // The node on the canvas, if it is the one copied (same id, same place): its drawn size.
+    const NodeItem* item = scene_->FindNode(n.id);
+    const QRectF r = item && item->pos() == p ? item->sceneBoundingRect()
+                                              : QRectF(p, QSizeF(260, 160));  // a typical node
+    drawn = drawn.isNull() ? r : drawn.united(r);
+  }
+  return {positions.topLeft(), drawn};
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -657,6 +804,7 @@ void MainWindow::showEvent(QShowEvent* event) {
     resizeDocks({palette_dock}, {310}, Qt::Horizontal);
     resizeDocks({attr_dock}, {430}, Qt::Horizontal);
     resizeDocks({attr_dock, result_dock}, {330, 640}, Qt::Vertical);
+    resizeDocks({findChild<QDockWidget*>("problems_dock")}, {130}, Qt::Vertical);
     QTimer::singleShot(0, this, [this] { view_->FitToGraph(); });
   }
 }
@@ -664,8 +812,13 @@ void MainWindow::showEvent(QShowEvent* event) {
 void MainWindow::ScriptedScreenshot(const QString& path, bool run,
                                     const std::function<void(int)>& done) {
   auto shoot = [this, path, done](bool run_ok) {
+    // The last drawn node (an inline value is drawn in its port, not as a node).
     const auto& nodes = doc_->graph().nodes();
-    if (!nodes.empty()) SelectNode(nodes.back().id);
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      if (!scene_->FindNode(it->id)) continue;
+      SelectNode(it->id);
+      break;
+    }
     // Let the layout settle (footers appear after a run) before fitting and grabbing.
     QTimer::singleShot(100, this, [this, path, done, run_ok] {
       view_->FitToGraph();

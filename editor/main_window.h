@@ -4,12 +4,18 @@
 
 #include <QMainWindow>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "editor/graph_scene.h"
 
 class QAction;
 class QLabel;
 class QMenu;
 class QProgressBar;
+class QTimer;
 class QToolButton;
 
 namespace blockflow::editor {
@@ -18,7 +24,9 @@ class AttributePanel;
 class GraphDocument;
 class GraphScene;
 class GraphView;
+class Minimap;
 class PaletteWidget;
+class ProblemsPanel;
 class QuickAddPopup;
 class ResultPanel;
 class RunController;
@@ -37,13 +45,23 @@ class MainWindow : public QMainWindow {
   ResultPanel* results() const { return results_; }
   RunController* runner() const { return runner_; }
   PaletteWidget* palette_widget() const { return palette_; }
-  /// The text currently shown in the status bar.
+  ProblemsPanel* problems() const { return problems_; }
+  QuickAddPopup* quick_add() const { return quick_add_; }
+  /// The text currently shown in the status bar (in full; the bar may cut it off).
   QString StatusText() const;
+  /// The graph summary at the right of the status bar ("3 nodes · valid").
+  QString SummaryText() const;
 
   /// Opens a graph file; errors go to the status bar (and a dialog unless scripted).
   bool OpenFile(const QString& path);
+  /// Opens a graph as an untitled copy (File > Samples): Save asks where, the original stays.
+  bool OpenCopy(const QString& path);
   /// Saves to `path` (atomic); errors are reported.
   bool SaveTo(const QString& path);
+  /// View > Arrange: lays out nodes `ids` (empty: the whole graph, then fits it in view) as one
+  /// undoable edit. Returns the number of nodes placed.
+  int Arrange(const std::vector<std::string>& ids = {});
+  Minimap* minimap() const { return minimap_; }
   /// Runs the graph on a worker thread (as the Run button).
   void Run();
   void CancelRun();
@@ -95,16 +113,31 @@ class MainWindow : public QMainWindow {
   void Paste();
   void Duplicate();
   void AddBlockAt(const QString& op, QPointF scene_pos);
+  /// Opens quick-add at `scene_pos`; with `wire`, for a wire dropped there (only the blocks
+  /// that `fit`, and the chosen one is wired).
+  void OpenQuickAdd(QPointF scene_pos, QPoint global_pos,
+                    const std::optional<WireEnd>& wire = std::nullopt, const WireFit& fit = {});
+  void AddBlockAndWire(const QString& op, QPointF scene_pos, const WireEnd& wire,
+                       const WireFit& fit);
+  /// The top-left of the saved positions of clipboard JSON's nodes, and the scene rectangle
+  /// they cover (their drawn size when they are the nodes on the canvas, else an estimate).
+  std::pair<QPointF, QRectF> ClipboardBounds(const std::string& json) const;
 
   GraphDocument* doc_;
   GraphScene* scene_;
   GraphView* view_;
+  Minimap* minimap_;
   PaletteWidget* palette_;
   AttributePanel* attributes_;
   ResultPanel* results_;
   RunController* runner_;
+  ProblemsPanel* problems_;
   QuickAddPopup* quick_add_;
   QPointF quick_add_pos_;
+  std::optional<WireEnd> quick_add_wire_;
+  WireFit quick_add_fit_;
+  QTimer* status_timer_;
+  QString status_text_;
   QLabel* status_label_;
   QLabel* summary_label_;
   QProgressBar* progress_;

@@ -20,6 +20,8 @@ constexpr double kRowH = 35;
 constexpr double kFooterH = 20;
 constexpr double kPortR = 6;
 constexpr double kPad = 14;
+// The room a port's detail line gets ("float32 [1,8,8,2]" fits; longer ones are elided).
+constexpr const char* kDetailRoom = "float32 [64,64,64]";
 
 QFont TitleFont() {
   QFont f;
@@ -218,6 +220,28 @@ void NodeItem::SetContent(const Node& node, const OpSchema* schema, const NodeIn
   Relayout();
 }
 
+void NodeItem::SetInlineValues(const std::map<std::string, QString>& texts) {
+  if (texts.empty()) return;
+  for (PortLabel& l : inputs_) {
+    auto it = texts.find(l.port_name);
+    if (it == texts.end()) continue;
+    l.inline_value = true;
+    l.detail = "= " + it->second;
+    l.tooltip += "\nValue typed on the port (an inline Const); double-click to edit";
+  }
+  Relayout();
+}
+
+std::string NodeItem::InputPortAt(QPointF scene_pos) const {
+  const QPointF p = mapFromScene(scene_pos);
+  if (p.x() < -kPortR || p.x() > width_ * 0.6) return "";
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const double y = RowY(static_cast<int>(i));
+    if (p.y() >= y - 2 && p.y() < y + kRowH - 2) return inputs_[i].port_name;
+  }
+  return "";
+}
+
 void NodeItem::SetRunState(RunState state, double ms, const QString& message) {
   const bool footer_changed = (state == RunState::kIdle) != (run_state_ == RunState::kIdle);
   run_state_ = state;
@@ -237,12 +261,16 @@ void NodeItem::Relayout() {
   const QFontMetricsF tf(TitleFont()), idf(IdFont()), pf(PortFont()), df(DetailFont());
   double w = std::max(tf.horizontalAdvance(op_) + 2 * kPad + 22,
                       idf.horizontalAdvance(QString::fromStdString(id_)) + 2 * kPad);
+  // The width depends on what the schema fixes (title, id, port names), never on inferred
+  // details: wiring a node must not widen it and move its output ports under the cursor.
+  // Details get a fixed room and are elided to it (in full in the port's tooltip).
   double in_w = 0, out_w = 0;
-  for (const auto& l : inputs_)
-    in_w = std::max({in_w, pf.horizontalAdvance(l.name), df.horizontalAdvance(l.detail)});
-  for (const auto& l : outputs_)
-    out_w = std::max({out_w, pf.horizontalAdvance(l.name), df.horizontalAdvance(l.detail)});
-  w = std::max({w, in_w + out_w + 2 * kPad + 24, 170.0});
+  for (const auto& l : inputs_) in_w = std::max(in_w, pf.horizontalAdvance(l.name));
+  for (const auto& l : outputs_) out_w = std::max(out_w, pf.horizontalAdvance(l.name));
+  const double detail_w = df.horizontalAdvance(kDetailRoom);
+  const bool two_sided = !inputs_.empty() && !outputs_.empty();
+  w = std::max({w, in_w + out_w + 2 * kPad + 24,
+                (two_sided ? 2 * detail_w + 12 : detail_w) + 2 * kPad, 170.0});
   width_ = std::ceil(w);
   const int rows = static_cast<int>(std::max(inputs_.size(), outputs_.size()));
   height_ = RowY(std::max(rows, 1)) + 4 + (run_state_ != RunState::kIdle ? kFooterH : 0);
@@ -259,14 +287,14 @@ void NodeItem::Relayout() {
     auto* p = new PortItem(this, id_, false, static_cast<int>(i), inputs_[i].port_name,
                            inputs_[i].dtype, inputs_[i].connected);
     p->setPos(0, RowY(static_cast<int>(i)) + 11);
-    p->setToolTip(inputs_[i].tooltip);
+    p->setToolTip(inputs_[i].tooltip + "\n" + inputs_[i].detail);
     ports_.push_back(p);
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     auto* p = new PortItem(this, id_, true, static_cast<int>(i), outputs_[i].port_name,
                            outputs_[i].dtype, true);
     p->setPos(width_, RowY(static_cast<int>(i)) + 11);
-    p->setToolTip(outputs_[i].tooltip);
+    p->setToolTip(outputs_[i].tooltip + "\n" + outputs_[i].detail);
     ports_.push_back(p);
   }
   update();
@@ -291,10 +319,24 @@ PortItem* NodeItem::FindPort(bool is_output, const std::string& name) const {
   return nullptr;
 }
 
-void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
+  const QRectF body(0, 0, width_, height_);
+  // Far out (a fitted graph of hundreds of nodes) text is unreadable and slow: boxes only.
+  if (option->levelOfDetailFromTransform(painter->worldTransform()) < 0.3) {
+    painter->setPen(Qt::NoPen);
+    painter->setBrush(palette::kNodeBody);
+    painter->drawRect(body);
+    painter->setBrush(CategoryColor(category_));
+    painter->drawRect(QRectF(0, 0, width_, kTitleH));
+    QPen border(issues_.empty() ? palette::kNodeBorder : palette::kError, issues_.empty() ? 0 : 6);
+    if (isSelected()) border = QPen(palette::kSelection, 8);
+    painter->setPen(border);
+    painter->setBrush(Qt::NoBrush);
+    painter->drawRect(body);
+    return;
+  }
   painter->setRenderHint(QPainter::Antialiasing);
   painter->setRenderHint(QPainter::TextAntialiasing);
-  const QRectF body(0, 0, width_, height_);
   // Soft shadow.
   painter->setPen(Qt::NoPen);
   painter->setBrush(QColor(0, 0, 0, 70));
@@ -324,7 +366,12 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->drawText(QRectF(kPad, 23, width_ - 2 * kPad, 16), Qt::AlignLeft | Qt::AlignVCenter,
                     QString::fromStdString(id_));
 
-  // Port rows.
+  // Port rows. A detail shares its line with the other side's detail of the same row.
+  const QFontMetricsF df(DetailFont());
+  auto detail_room = [&](size_t row, bool output) {
+    const bool shared = output ? row < inputs_.size() : row < outputs_.size();
+    return shared ? (width_ - 2 * kPad) / 2 - 6 : width_ - 2 * kPad;
+  };
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const double y = RowY(static_cast<int>(i));
     painter->setFont(PortFont());
@@ -332,9 +379,20 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     painter->drawText(QRectF(kPad, y, width_ / 2, 20), Qt::AlignLeft | Qt::AlignVCenter,
                       inputs_[i].name);
     painter->setFont(DetailFont());
-    painter->setPen(inputs_[i].missing ? palette::kError : palette::kTextDim);
+    if (inputs_[i].inline_value) {
+      // The value folded into the port: a chip in the dtype's colour.
+      const double w = QFontMetricsF(DetailFont()).horizontalAdvance(inputs_[i].detail) + 10;
+      QColor chip = DTypeColor(inputs_[i].dtype);
+      chip.setAlpha(70);
+      painter->setPen(Qt::NoPen);
+      painter->setBrush(chip);
+      painter->drawRoundedRect(QRectF(kPad - 5, y + 16, std::min(w, width_ - kPad), 15), 4, 4);
+      painter->setPen(palette::kText);
+    } else {
+      painter->setPen(inputs_[i].missing ? palette::kError : palette::kTextDim);
+    }
     painter->drawText(QRectF(kPad, y + 16, width_ - 2 * kPad, 15), Qt::AlignLeft | Qt::AlignVCenter,
-                      inputs_[i].detail);
+                      df.elidedText(inputs_[i].detail, Qt::ElideRight, detail_room(i, false)));
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const double y = RowY(static_cast<int>(i));
@@ -345,7 +403,8 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     painter->setFont(DetailFont());
     painter->setPen(palette::kTextDim);
     painter->drawText(QRectF(kPad, y + 16, width_ - 2 * kPad, 15),
-                      Qt::AlignRight | Qt::AlignVCenter, outputs_[i].detail);
+                      Qt::AlignRight | Qt::AlignVCenter,
+                      df.elidedText(outputs_[i].detail, Qt::ElideRight, detail_room(i, true)));
   }
 
   // Run state footer.

@@ -6,6 +6,7 @@
 #include <QGraphicsItem>
 #include <QGraphicsPathItem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,8 @@ struct PortLabel {
   QString detail;  // "float32 [1,8,8,2]" or "not wired"
   DType dtype = DType::kInvalid;
   bool connected = false;
-  bool missing = false;  // a required input with no wire
+  bool missing = false;       // a required input with no wire
+  bool inline_value = false;  // fed by a Const drawn folded into the port (inline_values.h)
   QString tooltip;
 };
 
@@ -88,6 +90,13 @@ class NodeItem : public QGraphicsItem {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   DType OutputDType(int index) const;
   PortItem* FindPort(bool is_output, const std::string& name) const;
+  /// The size of the node's box (without its shadow and badge).
+  QSizeF body_size() const { return QSizeF(width_, height_); }
+  const QString& category() const { return category_; }
+  /// Shows inline values (port → value text) in their input rows; after SetContent.
+  void SetInlineValues(const std::map<std::string, QString>& texts);
+  /// The input port whose row holds scene point `scene_pos` ("" if none).
+  std::string InputPortAt(QPointF scene_pos) const;
 
  protected:
   QVariant itemChange(GraphicsItemChange change, const QVariant& value) override;

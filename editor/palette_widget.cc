@@ -6,6 +6,7 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMimeData>
+#include <QTreeWidgetItemIterator>
 #include <QVBoxLayout>
 #include <map>
 
@@ -29,14 +30,6 @@ QString OpTooltip(const OpSchema& s) {
   return tip;
 }
 }  // namespace
-
-bool OpMatches(const QString& op, const QString& category, const QString& doc,
-               const QString& text) {
-  const QString t = text.trimmed();
-  if (t.isEmpty()) return true;
-  return op.contains(t, Qt::CaseInsensitive) || category.contains(t, Qt::CaseInsensitive) ||
-         doc.contains(t, Qt::CaseInsensitive);
-}
 
 PaletteTree::PaletteTree(QWidget* parent) : QTreeWidget(parent) {
   setHeaderHidden(true);
@@ -75,45 +68,82 @@ PaletteWidget::PaletteWidget(const OpRegistry& registry, QWidget* parent) : QWid
   hint->setStyleSheet("color: #8a919a; font-size: 8pt;");
   layout->addWidget(hint);
 
-  std::map<std::string, std::vector<const OpSchema*>> by_category;
-  for (const OpSchema* s : registry.All()) by_category[s->category()].push_back(s);
-  for (const auto& [category, ops] : by_category) {
-    auto* cat = new QTreeWidgetItem(tree_, {QString::fromStdString(category)});
-    cat->setFlags(Qt::ItemIsEnabled);
-    QFont f = cat->font(0);
-    f.setBold(true);
-    cat->setFont(0, f);
-    cat->setForeground(0, CategoryColor(QString::fromStdString(category)).lighter(170));
-    for (const OpSchema* s : ops) {
-      auto* item = new QTreeWidgetItem(cat, {QString::fromStdString(s->name())});
-      item->setData(0, kOpRole, QString::fromStdString(s->name()));
-      item->setData(0, Qt::UserRole + 2, QString::fromStdString(s->doc()));
-      item->setToolTip(0, OpTooltip(*s));
-      item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDragEnabled);
-    }
-  }
-  tree_->expandAll();
+  no_matches_ = new QLabel;
+  no_matches_->setObjectName("no_matches");
+  no_matches_->setStyleSheet("color: #8a919a; font-style: italic;");
+  no_matches_->setWordWrap(true);
+  no_matches_->hide();
+  layout->insertWidget(1, no_matches_);
+
+  entries_ = SearchEntries(registry);
+  Fill(QString());
   connect(search_, &QLineEdit::textChanged, this, &PaletteWidget::SetFilter);
   connect(tree_, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem* item) {
     const QString op = item->data(0, kOpRole).toString();
     if (!op.isEmpty()) emit opActivated(op);
   });
+  // Enter in the search box adds the best match.
+  connect(search_, &QLineEdit::returnPressed, this, [this] {
+    const QStringList ops = ShownOps();
+    if (!search_->text().trimmed().isEmpty() && !ops.isEmpty()) emit opActivated(ops[0]);
+  });
 }
 
-void PaletteWidget::SetFilter(const QString& text) {
-  for (int c = 0; c < tree_->topLevelItemCount(); ++c) {
-    QTreeWidgetItem* cat = tree_->topLevelItem(c);
-    int visible = 0;
-    for (int i = 0; i < cat->childCount(); ++i) {
-      QTreeWidgetItem* item = cat->child(i);
-      const bool show =
-          OpMatches(item->text(0), cat->text(0), item->data(0, Qt::UserRole + 2).toString(), text);
-      item->setHidden(!show);
-      visible += show;
-    }
-    cat->setHidden(visible == 0);
-  }
+namespace {
+QTreeWidgetItem* OpItem(const OpSearchEntry& e) {
+  auto* item = new QTreeWidgetItem({e.name});
+  item->setData(0, kOpRole, e.name);
+  if (e.schema) item->setToolTip(0, OpTooltip(*e.schema));
+  item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDragEnabled);
+  return item;
 }
+}  // namespace
+
+void PaletteWidget::Fill(const QString& text) {
+  tree_->clear();
+  const std::vector<int> ranked = RankOps(entries_, text);
+  if (text.trimmed().isEmpty()) {
+    std::map<QString, QTreeWidgetItem*> categories;
+    for (const OpSearchEntry& e : entries_) {
+      QTreeWidgetItem*& cat = categories[e.category];
+      if (!cat) {
+        cat = new QTreeWidgetItem({e.category});
+        cat->setFlags(Qt::ItemIsEnabled);
+        QFont f = cat->font(0);
+        f.setBold(true);
+        cat->setFont(0, f);
+        cat->setForeground(0, CategoryColor(e.category).lighter(170));
+      }
+      cat->addChild(OpItem(e));
+    }
+    for (auto& [name, cat] : categories) tree_->addTopLevelItem(cat);
+    tree_->setRootIsDecorated(true);
+    tree_->expandAll();
+  } else {
+    // Best first, in one list: a category tree would hide the ranking.
+    for (int i : ranked) {
+      QTreeWidgetItem* item = OpItem(entries_[static_cast<size_t>(i)]);
+      item->setText(0, entries_[static_cast<size_t>(i)].name + "   ·  " +
+                           entries_[static_cast<size_t>(i)].category);
+      tree_->addTopLevelItem(item);
+    }
+    tree_->setRootIsDecorated(false);
+    if (tree_->topLevelItemCount() > 0) tree_->setCurrentItem(tree_->topLevelItem(0));
+  }
+  no_matches_->setText(QString("No blocks match '%1'.").arg(text.trimmed()));
+  no_matches_->setVisible(ranked.empty() && !text.trimmed().isEmpty());
+}
+
+QStringList PaletteWidget::ShownOps() const {
+  QStringList ops;
+  for (QTreeWidgetItemIterator it(tree_); *it; ++it) {
+    const QString op = (*it)->data(0, kOpRole).toString();
+    if (!op.isEmpty() && !(*it)->isHidden()) ops << op;
+  }
+  return ops;
+}
+
+void PaletteWidget::SetFilter(const QString& text) { Fill(text); }
 
 QuickAddPopup::QuickAddPopup(const OpRegistry& registry, QWidget* parent)
     : QFrame(parent, Qt::Popup) {
@@ -127,23 +157,25 @@ QuickAddPopup::QuickAddPopup(const OpRegistry& registry, QWidget* parent)
   list_->setMinimumHeight(260);
   layout->addWidget(search_);
   layout->addWidget(list_);
-  for (const OpSchema* s : registry.All()) {
-    auto* item = new QListWidgetItem(
-        QString("%1    ·  %2")
-            .arg(QString::fromStdString(s->name()), QString::fromStdString(s->category())));
-    item->setData(kOpRole, QString::fromStdString(s->name()));
-    item->setData(Qt::UserRole + 2, QString::fromStdString(s->category()));
-    item->setData(Qt::UserRole + 3, QString::fromStdString(s->doc()));
-    item->setToolTip(OpTooltip(*s));
-    list_->addItem(item);
-  }
+  no_matches_ = new QLabel;
+  no_matches_->setObjectName("no_matches");
+  no_matches_->setStyleSheet("color: #8a919a; font-style: italic;");
+  no_matches_->hide();
+  layout->insertWidget(1, no_matches_);
+  entries_ = SearchEntries(registry);
   search_->installEventFilter(this);
   connect(search_, &QLineEdit::textChanged, this, &QuickAddPopup::SetFilter);
   connect(list_, &QListWidget::itemActivated, this, [this](QListWidgetItem*) { Choose(); });
 }
 
-void QuickAddPopup::Popup(QPoint global_pos) {
-  search_->clear();
+void QuickAddPopup::Popup(QPoint global_pos, const std::optional<WireFit>& fit) {
+  fit_ = fit;
+  chosen_ = false;
+  search_->setPlaceholderText(fit ? "Add a block for this wire…" : "Add block…");
+  {
+    const QSignalBlocker block(search_);
+    search_->clear();
+  }
   SetFilter(QString());
   move(global_pos);
   show();
@@ -151,22 +183,42 @@ void QuickAddPopup::Popup(QPoint global_pos) {
 }
 
 void QuickAddPopup::SetFilter(const QString& text) {
-  int first = -1;
-  for (int i = 0; i < list_->count(); ++i) {
-    QListWidgetItem* item = list_->item(i);
-    const bool show =
-        OpMatches(item->data(kOpRole).toString(), item->data(Qt::UserRole + 2).toString(),
-                  item->data(Qt::UserRole + 3).toString(), text);
-    item->setHidden(!show);
-    if (show && first < 0) first = i;
+  list_->clear();
+  int shown = 0;
+  for (int i : RankOps(entries_, text)) {
+    const OpSearchEntry& e = entries_[static_cast<size_t>(i)];
+    if (fit_ && (!e.schema || FittingPort(*e.schema, *fit_) < 0)) continue;
+    auto* item = new QListWidgetItem(QString("%1    ·  %2").arg(e.name, e.category));
+    item->setData(kOpRole, e.name);
+    if (e.schema) item->setToolTip(OpTooltip(*e.schema));
+    list_->addItem(item);
+    ++shown;
   }
-  list_->setCurrentRow(first);
+  if (shown > 0) list_->setCurrentRow(0);
+  no_matches_->setText(fit_ && text.trimmed().isEmpty()
+                           ? QString("No block has a port for this wire.")
+                           : QString("No blocks match '%1'%2.")
+                                 .arg(text.trimmed(), fit_ ? " with a port for this wire" : ""));
+  no_matches_->setVisible(shown == 0);
+}
+
+QStringList QuickAddPopup::ShownOps() const {
+  QStringList ops;
+  for (int i = 0; i < list_->count(); ++i) ops << list_->item(i)->data(kOpRole).toString();
+  return ops;
+}
+
+void QuickAddPopup::hideEvent(QHideEvent* event) {
+  QFrame::hideEvent(event);
+  if (!chosen_) emit dismissed();
+  chosen_ = false;
 }
 
 void QuickAddPopup::Choose() {
   QListWidgetItem* item = list_->currentItem();
   if (!item || item->isHidden()) return;
   const QString op = item->data(kOpRole).toString();
+  chosen_ = true;
   hide();
   emit opChosen(op);
 }

@@ -1,5 +1,6 @@
 #include "editor/result_panel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -112,6 +113,11 @@ ResultPanel::ResultPanel(QWidget* parent) : QWidget(parent) {
   scale->addWidget(colorbar_);
   scale->addWidget(scale_max_);
   scale->addStretch(1);
+  per_slice_ = new QCheckBox("per slice");
+  per_slice_->setToolTip(
+      "Scale the colours to this slice's largest |value| (off: the whole tensor's, so that "
+      "slices compare)");
+  scale->addWidget(per_slice_);
   slice_note_ = new QLabel;
   slice_note_->setStyleSheet("color: #8a919a;");
   slice_note_->setAlignment(Qt::AlignCenter);
@@ -148,6 +154,7 @@ ResultPanel::ResultPanel(QWidget* parent) : QWidget(parent) {
     Refresh();
   });
   connect(layout_combo_, &QComboBox::currentIndexChanged, this, [this] { Refresh(); });
+  connect(per_slice_, &QCheckBox::toggled, this, [this] { Refresh(); });
   connect(batch_spin_, &QSpinBox::valueChanged, this, [this] { Refresh(); });
   connect(channel_spin_, &QSpinBox::valueChanged, this, [this] { Refresh(); });
   ShowMessage("Run the graph (F5), then select a node to see its outputs.");
@@ -155,6 +162,7 @@ ResultPanel::ResultPanel(QWidget* parent) : QWidget(parent) {
 
 void ResultPanel::ShowMessage(const QString& message) {
   outputs_.clear();
+  tensor_abs_max_.clear();
   shown_id_.clear();
   heatmap_ = QImage();
   image_view_->SetImage(QImage());
@@ -185,6 +193,7 @@ void ResultPanel::ShowOutputs(const QString& node_id, const std::vector<Tensor>&
   };
   if (node_id == shown_id_ && !body_->isHidden() && same_tensors()) return;
   outputs_ = outputs;
+  tensor_abs_max_.clear();
   shown_id_ = node_id;
   {
     const QSignalBlocker b1(output_combo_), b2(layout_combo_), b3(batch_spin_), b4(channel_spin_);
@@ -261,8 +270,14 @@ void ResultPanel::Refresh() {
   channel_label_->setVisible(s.num_channels > 1);
   channel_spin_->setVisible(s.num_channels > 1);
 
+  if (tensor_abs_max_.size() != outputs_.size()) {
+    tensor_abs_max_.clear();
+    for (const Tensor& o : outputs_) tensor_abs_max_.push_back(FiniteAbsMax(o));
+  }
   double abs_max = 0;
-  heatmap_ = HeatmapImage(t, s, &abs_max);
+  heatmap_ = HeatmapImage(t, s, &abs_max,
+                          per_slice_->isChecked() ? 0.0 : tensor_abs_max_[static_cast<size_t>(k)]);
+  scale_abs_max_ = abs_max;
   image_view_->SetImage(heatmap_);
   scale_min_->setText(Num(-abs_max));
   scale_max_->setText(Num(abs_max));

@@ -9,6 +9,7 @@
 #include "core/tensor.h"
 #include "editor/tensor_view.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QSpinBox;
@@ -42,6 +43,10 @@ class ResultPanel : public QWidget {
   /// The chosen channel (the selector under the stats).
   int channel() const;
   void SetChannel(int channel);
+  /// Colours scaled per slice (true) or over the whole tensor (false, the default).
+  QCheckBox* per_slice_scale() const { return per_slice_; }
+  /// The |value| that the heatmap's colour scale ends at.
+  double ScaleAbsMax() const { return scale_abs_max_; }
 
  private:
   void Refresh();
@@ -64,6 +69,9 @@ class ResultPanel : public QWidget {
   QLabel* scale_max_;
   QLabel* colorbar_;
   QLabel* slice_note_;
+  QCheckBox* per_slice_;
+  std::vector<double> tensor_abs_max_;  // per output, computed once
+  double scale_abs_max_ = 0;
   QTableView* table_;
   TensorSliceModel* model_;
   QImage heatmap_;

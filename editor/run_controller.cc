@@ -2,10 +2,13 @@
 
 #include <QMetaObject>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <random>
 
 #include "core/feeds.h"
 #include "core/session.h"
+#include "core/text.h"
 #include "core/timing_observer.h"
 
 namespace blockflow::editor {
@@ -55,15 +58,80 @@ class QueuedObserver : public ExecutionObserver {
 
 }  // namespace
 
+namespace {
+
+bool FeedsRandom(const Node& node) {
+  if (!node.ui.is_object()) return false;
+  auto it = node.ui.find("feed_random");
+  return it != node.ui.end() && it->is_boolean() && it->get<bool>();
+}
+
+Expected<Tensor> RandomFeed(const Node& node, const PortInfo& want) {
+  const std::string who = "node '" + node.id + "' (" + node.op + "): ";
+  for (int64_t d : want.shape.dims()) {
+    if (d < 0) {
+      return InvalidArgument(
+          who + "random values need a full shape, and " + IntsToString(want.shape.dims()) +
+          " has unknown (-1) sizes: give the Placeholder's shape, or a feed file");
+    }
+  }
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Create(want.dtype, want.shape));
+  // The same values on every run (seeded by the node id), so that reruns compare.
+  std::mt19937_64 rng(std::hash<std::string>{}(node.id) ^ 0x5eed5eedULL);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> whole(0, 9);
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    double v = 0;
+    if (IsFloatingDType(want.dtype)) {
+      v = real(rng);
+    } else if (want.dtype == DType::kBool) {
+      v = whole(rng) % 2;
+    } else {
+      v = whole(rng);
+    }
+    t.SetFromDouble(i, v);
+  }
+  return t;
+}
+
+}  // namespace
+
 Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph,
                                                   const GraphAnalysis& analysis) {
+  // Placeholders with ui.feed_random get values of their inferred dtype and shape here; the
+  // rest read their ui.feed files. LoadFeeds reads every needed Placeholder, so it is given a
+  // copy in which the random ones are not Placeholders (ids and order kept: `analysis` still
+  // lines up with it).
+  std::map<std::string, Tensor> random;
+  std::vector<std::string> errors;
+  Graph rest = graph;
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const Node& node = graph.nodes()[i];
+    const OpSchema* schema = OpRegistry::Global().Find(node.op);
+    if (!schema || !IsFedBlock(*schema) || !FeedsRandom(node)) continue;
+    rest.nodes()[i].op = "(fed with random values)";
+    if (i >= analysis.nodes.size() || analysis.nodes[i].outputs.empty()) {
+      errors.push_back("node '" + node.id + "' (" + node.op + "): no inferred output to fill");
+      continue;
+    }
+    Expected<Tensor> t = RandomFeed(node, analysis.nodes[i].outputs[0]);
+    if (!t.ok()) {
+      errors.push_back(t.status().message());
+    } else {
+      random.emplace(node.id, std::move(t).value());
+    }
+  }
   FeedSources sources;
   sources.use_ui_feed = true;
   sources.missing_message = [](const Graph&, const Node&) {
     return "no feed file: choose the .npy file to feed it in the attribute panel (\"feed\", "
-           "stored in the node's ui.feed)";
+           "stored in the node's ui.feed), or tick \"random values of its shape\" (ui.feed_random)";
   };
-  return blockflow::LoadFeeds(graph, analysis, {}, sources);
+  Expected<std::map<std::string, Tensor>> feeds = blockflow::LoadFeeds(rest, analysis, {}, sources);
+  if (!feeds.ok()) errors.push_back(feeds.status().message());
+  if (!errors.empty()) return InvalidArgument(JoinLines(errors));
+  for (auto& [id, t] : random) feeds->emplace(id, std::move(t));
+  return feeds;
 }
 
 Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph) {

@@ -36,7 +36,9 @@ struct RunResult {
 
 /// The feeds of a graph's Placeholders: each reads its `ui.feed` .npy file (relative to the
 /// graph file), checked against the Placeholder's dtype and shape in `analysis` (the graph's,
-/// without feeds). A Placeholder without one is an error.
+/// without feeds); one with `"ui": {"feed_random": true}` gets random values of its dtype and
+/// shape instead (uniform in [-1, 1) for floats, 0..9 for integers; the same on every run). A
+/// Placeholder with neither is an error.
 Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph,
                                                   const GraphAnalysis& analysis);
 /// The same, analysing the graph first.

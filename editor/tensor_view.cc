@@ -80,14 +80,23 @@ QColor DivergingColor(double t) {
   return QColor(mix(0), mix(1), mix(2));
 }
 
-QImage HeatmapImage(const Tensor& tensor, const Slice2D& s, double* abs_max) {
+double FiniteAbsMax(const Tensor& tensor) {
+  double m = 0;
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    const double v = tensor.GetAsDouble(i);
+    if (std::isfinite(v)) m = std::max(m, std::abs(v));
+  }
+  return m;
+}
+
+QImage HeatmapImage(const Tensor& tensor, const Slice2D& s, double* abs_max, double scale) {
   if (abs_max) *abs_max = 0;
   // An empty slice ([3e9, 0] too: no walking 3e9 empty rows), or one no image can hold.
   constexpr int64_t kMaxSide = std::numeric_limits<int>::max();
   if (s.rows <= 0 || s.cols <= 0 || s.rows > kMaxSide || s.cols > kMaxSide) return QImage();
   double m = 0;
   const int64_t n = tensor.num_elements();
-  for (int64_t r = 0; r < s.rows; ++r) {
+  for (int64_t r = 0; r < s.rows && !(scale > 0); ++r) {
     for (int64_t c = 0; c < s.cols; ++c) {
       const int64_t i = s.Offset(r, c);
       if (i >= n) continue;
@@ -95,6 +104,7 @@ QImage HeatmapImage(const Tensor& tensor, const Slice2D& s, double* abs_max) {
       if (std::isfinite(v)) m = std::max(m, std::abs(v));
     }
   }
+  if (scale > 0) m = scale;
   if (abs_max) *abs_max = m;
   QImage img(static_cast<int>(s.cols), static_cast<int>(s.rows), QImage::Format_RGB32);
   if (img.isNull()) return QImage();  // too large to allocate: no scanLine to write

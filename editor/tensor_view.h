@@ -28,9 +28,13 @@ struct Slice2D {
 Slice2D MakeSlice(const Shape& shape, SliceLayout layout, int64_t batch, int64_t channel);
 /// The diverging colour for t in [-1, 1] (blue, light grey at 0, red).
 QColor DivergingColor(double t);
-/// One pixel per element; colours scaled by the largest finite |value| of the slice (returned
-/// in `abs_max`). NaN is magenta.
-QImage HeatmapImage(const Tensor& tensor, const Slice2D& slice, double* abs_max = nullptr);
+/// One pixel per element; colours scaled by `scale` when it is > 0 (e.g. the whole tensor's
+/// FiniteAbsMax, so that slices compare), else by the largest finite |value| of the slice. The
+/// scale used is returned in `abs_max`. NaN is magenta.
+QImage HeatmapImage(const Tensor& tensor, const Slice2D& slice, double* abs_max = nullptr,
+                    double scale = 0);
+/// The largest finite |value| of the whole tensor (0 when there is none).
+double FiniteAbsMax(const Tensor& tensor);
 /// A horizontal colour bar of the colormap.
 QImage ColorBarImage(int width, int height);
 /// A value as the tables show it (integers exactly, floats with 6 significant digits).

@@ -2,11 +2,15 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QStandardPaths>
 
 #include "blocks/register_blocks.h"
 
 int main(int argc, char** argv) {
   qputenv("QT_QPA_PLATFORM", "offscreen");
+  // Settings (Open Recent, ...) go to a test location, never the user's: before anything
+  // creates a QSettings, which fixes its folder once.
+  QStandardPaths::setTestModeEnabled(true);
   QApplication app(argc, argv);
   QCoreApplication::setOrganizationName("blockflow-tests");
   QCoreApplication::setApplicationName("bf_editor_tests");

@@ -21,6 +21,7 @@
 #include "editor/graph_view.h"
 #include "editor/main_window.h"
 #include "editor/palette_widget.h"
+#include "editor/problems_panel.h"
 #include "test_util.h"
 
 namespace blockflow::editor {
@@ -176,7 +177,8 @@ TEST_F(EditorWindowTest, AttributeEditUpdatesShapesAndBadges) {
   EXPECT_EQ(doc()->InfoFor("s")->outputs[0].shape, Shape({4, 3}));
   EXPECT_FALSE(window_.scene()->FindNode("s")->has_issues());
 
-  // Broadcasting [4,5] with [3] fails: badge, tooltip and status bar give the validate message.
+  // Broadcasting [4,5] with [3] fails: badge, tooltip and the Problems panel give the validate
+  // message (the status bar reports actions, not the graph's state).
   shape = qobject_cast<QLineEdit*>(panel->EditorFor("shape"));
   ASSERT_NE(shape, nullptr);
   shape->setText("4 5");
@@ -187,7 +189,9 @@ TEST_F(EditorWindowTest, AttributeEditUpdatesShapesAndBadges) {
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(s->toolTip().toStdString(), issues[0]);
   window_.SelectNode("s");
-  EXPECT_EQ(window_.StatusText().toStdString(), issues[0]);
+  EXPECT_EQ(window_.problems()->Rows(),
+            QStringList{"s (Add): " + QString::fromStdString(issues[0]).section("): ", 1)});
+  EXPECT_FALSE(window_.StatusText().contains("broadcast")) << window_.StatusText().toStdString();
   EXPECT_TRUE(window_.attributes()->IssueText().contains(
       QString::fromStdString(issues[0]).toHtmlEscaped()));
 
@@ -202,13 +206,20 @@ TEST_F(EditorWindowTest, DraggingANodeMovesItUndoably) {
   NodeItem* s = window_.scene()->FindNode("s");
   ASSERT_NE(s, nullptr);
   const QPointF title = s->scenePos() + QPointF(40, 12);
-  DragOnCanvas(window_.view(), title, title + QPointF(100, 60));
+  // The node moves by what the mouse moved: whole pixels, which at the view's zoom (the first
+  // Fit to View may have changed it) are about, not exactly, 100 x 60 in the scene.
+  GraphView* view = window_.view();
+  const QPointF moved = view->mapToScene(view->mapFromScene(title + QPointF(100, 60))) -
+                        view->mapToScene(view->mapFromScene(title));
+  DragOnCanvas(view, title, title + QPointF(100, 60));
   const Node* n = doc()->graph().FindNode("s");
-  EXPECT_EQ(n->ui["x"], 500);
-  EXPECT_EQ(n->ui["y"], 160);
+  EXPECT_NEAR(n->ui["x"].get<double>(), 400 + moved.x(), 1);
+  EXPECT_NEAR(n->ui["y"].get<double>(), 100 + moved.y(), 1);
+  EXPECT_NEAR(moved.x(), 100, 2);
+  EXPECT_NEAR(moved.y(), 60, 2);
   // The wires follow the node.
   for (EdgeItem* e : window_.scene()->edges()) {
-    EXPECT_NEAR(e->path().pointAtPercent(1).x(), 500, 1e-6);
+    EXPECT_NEAR(e->path().pointAtPercent(1).x(), n->ui["x"].get<double>(), 1e-6);
   }
   doc()->undo_stack()->undo();
   EXPECT_EQ(doc()->graph().FindNode("s")->ui["x"], 400);
