@@ -423,8 +423,8 @@ void Conv2DKernels<T>::Forward(const ConvState& state, const Tensor& input, cons
   using C = ComputeT<T>;
   Operands<T, C> ops(state, ctx);
   const C* x = ops.Input(input);
-  WorkBuffer<C> packed;
-  PackForwardFilter(g, ops.Filter(filter), &packed);
+  Reused<C> packed(kSlotPackedFilter);
+  PackForwardFilter(g, ops.Filter(filter), packed.get());
   C* y = ops.Result(output);
   const WorkBuffer<C> zeros(static_cast<size_t>(g.in_depth), C{0});
   const RowFn<C> row = ForwardRow(C{});
@@ -453,7 +453,8 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
   const int64_t taps = g.filter_h * g.filter_w, cig = g.filter_in_depth, co_all = g.out_depth;
   const int64_t cog = co_all / g.groups, cig_vec = cig - cig % L;
   const int64_t fsize = taps * cig * co_all, packed = g.groups * cig_vec * taps * cog;
-  WorkBuffer<C> wt(static_cast<size_t>(packed + 2 * fsize));
+  Reused<C> wt(kSlotPackedFilter);  // every element is written below
+  wt->resize(static_cast<size_t>(packed + 2 * fsize));
   for (int64_t tap = 0; tap < taps; ++tap)
     for (int64_t ci = 0; ci < cig; ++ci)
       for (int64_t co = 0; co < co_all; ++co) {
