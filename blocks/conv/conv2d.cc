@@ -301,22 +301,26 @@ BF_CONV_INLINE void BackpropInputRowT(const ConvGeometry& g, const C* w, const C
   }
 }
 
-// Filter gradient of one output row, output channels [grp*cog + j0, + NV*L), into the private
-// partial sum dw [fh, fw, cig, co]: dw[kh, kw, ci, co] += sum over ow of
-// x[iw(ow, kw), grp*cig + ci] * dy[ow, co], P input channels at a time.
+// Filter gradient of output row oh of the batch elements [n0, n1), output channels
+// [grp*cog + j0, + NV*L), into the private partial sum dw [fh, fw, cig, co]:
+// dw[kh, kw, ci, co] += sum over n in [n0, n1) and ow of x[n, ih, iw(ow, kw), grp*cig + ci] *
+// dy[n, oh, ow, co], P input channels at a time. The rows of several batch elements share one
+// register tile, so that a narrow layer (a 1x1 or a 6x6 one) still reduces over enough pixels
+// per read-modify-write of dw.
 template <typename C, int P, int NV>
 BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restrict x,
-                                        const C* __restrict dy, C* __restrict dw, int64_t n,
-                                        int64_t oh, int64_t grp, int64_t j0) {
+                                        const C* __restrict dy, C* __restrict dw, int64_t n0,
+                                        int64_t n1, int64_t oh, int64_t grp, int64_t j0) {
   using Vec = typename VecOf<C>::type;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t co0 = grp * (co_all / g.groups) + j0;
-  const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all + co0;
+  const int64_t x_image = g.in_h * g.in_w * ci_all, dy_image = g.out_h * g.out_w * co_all;
+  const C* dyrow0 = dy + (n0 * g.out_h + oh) * g.out_w * co_all + co0;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
     const int64_t ih = g.input_row(oh, kh);
     if (ih < 0 || ih >= g.in_h) continue;
-    const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
+    const C* xrow0 = x + (n0 * g.in_h + ih) * g.in_w * ci_all + grp * cig;
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
       const int64_t off = g.pad_left - kw * g.dilation_w;
       const int64_t ow0 = off > 0 ? (off + g.stride_w - 1) / g.stride_w : 0;
@@ -330,13 +334,17 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
         Vec acc[P][NV];
         for (int p = 0; p < P; ++p)
           for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
-        for (int64_t ow = ow0; ow < ow1; ++ow) {
-          const C* xp = xrow + (ow * g.stride_w - off) * ci_all + ci0;
-          Vec dv[NV];
-          for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dyrow + ow * co_all + k * L);
-          for (int p = 0; p < P; ++p) {
-            const C s = xp[p];
-            for (int k = 0; k < NV; ++k) acc[p][k] += dv[k] * s;
+        for (int64_t n = 0; n < n1 - n0; ++n) {
+          const C* xrow = xrow0 + n * x_image;
+          const C* dyrow = dyrow0 + n * dy_image;
+          for (int64_t ow = ow0; ow < ow1; ++ow) {
+            const C* xp = xrow + (ow * g.stride_w - off) * ci_all + ci0;
+            Vec dv[NV];
+            for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dyrow + ow * co_all + k * L);
+            for (int p = 0; p < P; ++p) {
+              const C s = xp[p];
+              for (int k = 0; k < NV; ++k) acc[p][k] += dv[k] * s;
+            }
           }
         }
         for (int p = 0; p < P; ++p)
@@ -348,9 +356,13 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
       for (; ci0 < cig; ++ci0) {
         Vec acc[NV];
         for (int k = 0; k < NV; ++k) acc[k] = Vec{};
-        for (int64_t ow = ow0; ow < ow1; ++ow) {
-          const C s = xrow[(ow * g.stride_w - off) * ci_all + ci0];
-          for (int k = 0; k < NV; ++k) acc[k] += LoadVec(dyrow + ow * co_all + k * L) * s;
+        for (int64_t n = 0; n < n1 - n0; ++n) {
+          const C* xrow = xrow0 + n * x_image;
+          const C* dyrow = dyrow0 + n * dy_image;
+          for (int64_t ow = ow0; ow < ow1; ++ow) {
+            const C s = xrow[(ow * g.stride_w - off) * ci_all + ci0];
+            for (int k = 0; k < NV; ++k) acc[k] += LoadVec(dyrow + ow * co_all + k * L) * s;
+          }
         }
         for (int k = 0; k < NV; ++k) {
           C* d = dwt + ci0 * co_all + k * L;
@@ -390,27 +402,41 @@ BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restric
   }
 }
 
+// Filter gradient of output row oh of the batch elements [n0, n1).
 template <typename C, int P, int NV>
-BF_CONV_INLINE void BackpropFilterRowT(const ConvGeometry& g, const C* x, const C* dy, C* dw,
-                                       int64_t n, int64_t oh, const C* /*zeros*/,
-                                       IntPair* scratch) {
+BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, const C* dy, C* dw,
+                                         int64_t n0, int64_t n1, int64_t oh) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t cog = g.out_depth / g.groups;
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     int64_t j = 0;
     for (; j + NV * L <= cog; j += NV * L)
-      BackpropFilterTiles<C, P, NV>(g, x, dy, dw, n, oh, grp, j);
-    for (; j + L <= cog; j += L) BackpropFilterTiles<C, P, 1>(g, x, dy, dw, n, oh, grp, j);
-    if (j < cog) BackpropFilterRest<C>(g, x, dy, dw, n, oh, grp, j);
+      BackpropFilterTiles<C, P, NV>(g, x, dy, dw, n0, n1, oh, grp, j);
+    for (; j + L <= cog; j += L) BackpropFilterTiles<C, P, 1>(g, x, dy, dw, n0, n1, oh, grp, j);
+    if (j < cog)
+      for (int64_t n = n0; n < n1; ++n) BackpropFilterRest<C>(g, x, dy, dw, n, oh, grp, j);
   }
 }
+
+/// The filter gradient's kernel signature: geometry, x, dy, the partial sum dw, the batch
+/// elements [n0, n1) and the output row.
+template <typename C>
+using FilterBlockFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t,
+                               int64_t);
+// NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
+#define BF_CONV_FILTER_BLOCK_FNS(C)                                                                \
+  BF_CONV_ISA_FNS(                                                                                 \
+      BackpropFilterBlock, BackpropFilterBlockT, C, FilterBlockFn<C>,                              \
+      (const ConvGeometry& g, const C* x, const C* dy, C* dw, int64_t n0, int64_t n1, int64_t oh), \
+      (g, x, dy, dw, n0, n1, oh))
+// NOLINTEND(bugprone-macro-parentheses)
+BF_CONV_FILTER_BLOCK_FNS(float)
+BF_CONV_FILTER_BLOCK_FNS(double)
 
 BF_CONV_ROW_FNS(ForwardRow, ForwardRowT, float)
 BF_CONV_ROW_FNS(ForwardRow, ForwardRowT, double)
 BF_CONV_ROW_FNS(BackpropInputRow, BackpropInputRowT, float)
 BF_CONV_ROW_FNS(BackpropInputRow, BackpropInputRowT, double)
-BF_CONV_ROW_FNS(BackpropFilterRow, BackpropFilterRowT, float)
-BF_CONV_ROW_FNS(BackpropFilterRow, BackpropFilterRowT, double)
 
 // The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
 // flag before each row.
@@ -495,12 +521,21 @@ void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& inpu
   const C* x = ops.Input(input);
   const C* dy = ops.OutBackprop(out_backprop);
   const int64_t fsize = g.filter_elements();
-  const int64_t rows = g.batch * g.out_h;
-  const int64_t row_cost = g.out_w * fsize;
+  // Work items of `nb` batch elements' row oh: enough pixels (kPixels) per register tile that
+  // the read-modify-write of dw stays small next to the tile's arithmetic, yet at least
+  // kItems items to share among threads. nb depends on the geometry alone, so the sums (and
+  // their bits) depend on the thread count only.
+  constexpr int64_t kPixels = 64, kItems = 8;
+  int64_t nb = std::clamp<int64_t>((kPixels + g.out_w - 1) / std::max<int64_t>(1, g.out_w), 1,
+                                   std::max<int64_t>(1, g.batch));
+  while (nb > 1 && (g.batch + nb - 1) / nb * g.out_h < kItems) nb = (nb + 1) / 2;
+  const int64_t blocks = (g.batch + nb - 1) / nb, rows = blocks * g.out_h;
+  const int64_t row_cost = nb * g.out_w * fsize;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  const RowFn<C> row = BackpropFilterRow(C{});
+  const FilterBlockFn<C> block = BackpropFilterBlock(C{});
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, filter_grad->data<T>(), [&](int64_t r, C* mine) {
-    row(g, x, dy, mine, r / g.out_h, r % g.out_h, nullptr, nullptr);
+    const int64_t n0 = r / g.out_h * nb;
+    block(g, x, dy, mine, n0, std::min(g.batch, n0 + nb), r % g.out_h);
   });
 }
 
