@@ -301,6 +301,54 @@ BF_CONV_INLINE void BackpropInputRowT(const ConvGeometry& g, const C* w, const C
   }
 }
 
+// The filter gradient of R input channels (fewer than a tile's P) of one tap: dwt[ci, co] +=
+// sum over the batch elements and columns of x[.., ci] * dy[.., co]. Two columns at a time
+// into separate sums, so that 2R x NV independent chains of fused multiply-adds hide their
+// latency (one channel alone would leave NV chains waiting on each other). `range` holds the
+// number of batch elements, the columns [ow0, ow1) and the tap's column offset.
+template <typename C, int R, int NV>
+BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __restrict xrow0,
+                                              const C* __restrict dyrow0, C* __restrict dwt,
+                                              const int64_t* range) {
+  using Vec = typename VecOf<C>::type;
+  constexpr int L = sizeof(Vec) / sizeof(C);
+  const int64_t ci_all = g.in_depth, co_all = g.out_depth;
+  const int64_t nb = range[0], ow0 = range[1], ow1 = range[2], off = range[3];
+  const int64_t x_image = g.in_h * g.in_w * ci_all, dy_image = g.out_h * g.out_w * co_all;
+  Vec acc[2][R][NV];
+  for (int u = 0; u < 2; ++u)
+    for (int r = 0; r < R; ++r)
+      for (int k = 0; k < NV; ++k) acc[u][r][k] = Vec{};
+  for (int64_t n = 0; n < nb; ++n) {
+    const C* xrow = xrow0 + n * x_image;
+    const C* dyrow = dyrow0 + n * dy_image;
+    int64_t ow = ow0;
+    for (; ow + 2 <= ow1; ow += 2) {
+      for (int u = 0; u < 2; ++u) {
+        const C* xp = xrow + ((ow + u) * g.stride_w - off) * ci_all;
+        Vec dv[NV];
+        for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dyrow + (ow + u) * co_all + k * L);
+        for (int r = 0; r < R; ++r) {
+          const C s = xp[r];
+          for (int k = 0; k < NV; ++k) acc[u][r][k] += dv[k] * s;
+        }
+      }
+    }
+    if (ow < ow1) {
+      const C* xp = xrow + (ow * g.stride_w - off) * ci_all;
+      for (int r = 0; r < R; ++r) {
+        const C s = xp[r];
+        for (int k = 0; k < NV; ++k) acc[0][r][k] += LoadVec(dyrow + ow * co_all + k * L) * s;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int k = 0; k < NV; ++k) {
+      C* d = dwt + r * co_all + k * L;
+      StoreVec(d, LoadVec(d) + (acc[0][r][k] + acc[1][r][k]));
+    }
+}
+
 // Filter gradient of output row oh of the batch elements [n0, n1), output channels
 // [grp*cog + j0, + NV*L), into the private partial sum dw [fh, fw, cig, co]:
 // dw[kh, kw, ci, co] += sum over n in [n0, n1) and ow of x[n, ih, iw(ow, kw), grp*cig + ci] *
@@ -353,21 +401,32 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
             StoreVec(d, LoadVec(d) + acc[p][k]);
           }
       }
-      for (; ci0 < cig; ++ci0) {
-        Vec acc[NV];
-        for (int k = 0; k < NV; ++k) acc[k] = Vec{};
-        for (int64_t n = 0; n < n1 - n0; ++n) {
-          const C* xrow = xrow0 + n * x_image;
-          const C* dyrow = dyrow0 + n * dy_image;
-          for (int64_t ow = ow0; ow < ow1; ++ow) {
-            const C s = xrow[(ow * g.stride_w - off) * ci_all + ci0];
-            for (int k = 0; k < NV; ++k) acc[k] += LoadVec(dyrow + ow * co_all + k * L) * s;
+      // The input channels after the last full group of P (all of them for a 3-channel stem).
+      const C* xrow_rest = xrow0 + ci0;
+      C* dwt_rest = dwt + ci0 * co_all;
+      const int64_t range[4] = {n1 - n0, ow0, ow1, off};
+      switch (cig - ci0) {
+        case 0:
+          break;
+        case 1:
+          BackpropFilterFewChannels<C, 1, NV>(g, xrow_rest, dyrow0, dwt_rest, range);
+          break;
+        case 2:
+          BackpropFilterFewChannels<C, 2, NV>(g, xrow_rest, dyrow0, dwt_rest, range);
+          break;
+        default:
+          for (int64_t c = 0; c < cig - ci0; c += 3) {
+            if (cig - ci0 - c >= 3) {
+              BackpropFilterFewChannels<C, 3, NV>(g, xrow_rest + c, dyrow0, dwt_rest + c * co_all,
+                                                  range);
+            } else if (cig - ci0 - c == 2) {
+              BackpropFilterFewChannels<C, 2, NV>(g, xrow_rest + c, dyrow0, dwt_rest + c * co_all,
+                                                  range);
+            } else {
+              BackpropFilterFewChannels<C, 1, NV>(g, xrow_rest + c, dyrow0, dwt_rest + c * co_all,
+                                                  range);
+            }
           }
-        }
-        for (int k = 0; k < NV; ++k) {
-          C* d = dwt + ci0 * co_all + k * L;
-          StoreVec(d, LoadVec(d) + acc[k]);
-        }
       }
     }
   }
