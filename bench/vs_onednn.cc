@@ -370,7 +370,7 @@ int Main(const Options& opt) {
         const double k_terms =
             op == ConvOp::kBackpropFilter ? static_cast<double>(g.batch * g.out_h * g.out_w)
             : op == ConvOp::kBackpropInput
-                ? static_cast<double>(g.filter_h * g.filter_w * g.out_depth / g.groups)
+                ? static_cast<double>(g.filter_h * g.filter_w * (g.out_depth / g.groups))
                 : static_cast<double>(g.filter_h * g.filter_w * g.filter_in_depth);
         r.tolerance = 8 * 1.2e-7 * std::sqrt(k_terms) * (1 + max_ref);
         r.ok = r.max_diff <= r.tolerance &&
