@@ -33,7 +33,8 @@ struct AlignedAllocator {
   template <typename U>
   AlignedAllocator(const AlignedAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
   C* allocate(size_t n) { return static_cast<C*>(::operator new(n * sizeof(C), kAlignment)); }
-  void deallocate(C* p, size_t n) { ::operator delete(p, n * sizeof(C), kAlignment); }
+  // Unsized: the sized aligned form needs -fsized-deallocation under clang (and clang-tidy).
+  void deallocate(C* p, size_t /*n*/) { ::operator delete(p, kAlignment); }
   template <typename U>
   bool operator==(const AlignedAllocator<U>&) const {
     return true;
