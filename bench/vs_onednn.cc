@@ -367,12 +367,12 @@ int Main(const Options& opt) {
         // Both sum K products of values in [-1, 1) in float32, in different orders: their
         // rounding grows like sqrt(K) eps, far below this, and a misplaced operand changes the
         // result by the order of max_ref, far above it.
-        const double k_terms =
-            op == ConvOp::kBackpropFilter ? static_cast<double>(g.batch * g.out_h * g.out_w)
-            : op == ConvOp::kBackpropInput
-                ? static_cast<double>(g.filter_h * g.filter_w * (g.out_depth / g.groups))
-                : static_cast<double>(g.filter_h * g.filter_w * g.filter_in_depth);
-        r.tolerance = 8 * 1.2e-7 * std::sqrt(k_terms) * (1 + max_ref);
+        const int64_t cog = g.out_depth / g.groups;  // output channels per group
+        const int64_t k_terms = op == ConvOp::kBackpropFilter ? g.batch * g.out_h * g.out_w
+                                : op == ConvOp::kBackpropInput
+                                    ? g.filter_h * g.filter_w * cog
+                                    : g.filter_h * g.filter_w * g.filter_in_depth;
+        r.tolerance = 8 * 1.2e-7 * std::sqrt(static_cast<double>(k_terms)) * (1 + max_ref);
         r.ok = r.max_diff <= r.tolerance &&
                dc.out_tf.size() == static_cast<size_t>(out.num_elements());
         std::vector<double> clock[3], wall[3];

@@ -55,7 +55,7 @@ using WorkBuffer = std::vector<C, AlignedAllocator<C>>;
 /// kReusedKeepBytes (the bound on what stays allocated between calls). A nested use of a slot
 /// simply finds it empty.
 inline constexpr int kReusedSlots = 6;
-inline constexpr size_t kReusedKeepBytes = size_t{64} << 20;
+inline constexpr size_t kReusedKeepBytes = size_t{16} << 20;
 template <typename C>
 class Reused {
  public:
