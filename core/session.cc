@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/limits.h"
 #include "core/paths.h"
 
 namespace blockflow {
@@ -205,6 +206,48 @@ int Session::IndexOf(const std::string& id) const {
 
 Session::~Session() = default;
 
+// The run's peak, estimated before anything is allocated: the tensors alive at once when the
+// nodes run one at a time in the plan's order. Feeds live from the start; each output from its
+// node until its last reader has run (fetched ones to the end). Not counted: folded constants
+// (small, and held by the analysis already), kernels' scratch, what RunOptions::all_outputs
+// keeps.
+Status Session::CheckPeakFits(const Plan& plan) const {
+  const auto& nodes = graph_.nodes();
+  const long double limit = static_cast<long double>(EffectiveMemoryLimit(graph_.memory_limit));
+  auto bytes = [&](size_t u, size_t k) {
+    const PortInfo& out = plan.analysis.nodes[u].outputs[k];
+    return std::max<long double>(0, TensorBytes(out.dtype, out.shape));
+  };
+  std::vector<std::vector<int>> left = plan.uses;
+  long double live = 0;
+  for (int i : plan.order) {
+    const size_t u = static_cast<size_t>(i);
+    if (!plan.fed[u]) continue;
+    for (size_t k = 0; k < plan.uses[u].size(); ++k) live += bytes(u, k);
+  }
+  for (int i : plan.order) {
+    const size_t u = static_cast<size_t>(i);
+    if (plan.fed[u] || plan.folded[u]) continue;
+    for (size_t k = 0; k < plan.uses[u].size(); ++k) live += bytes(u, k);
+    if (live > limit) {
+      return InvalidArgument(Who(nodes[u]) + "the run would hold " + FormatBytes(live) +
+                             " of tensors at once while this node runs (its inputs and "
+                             "outputs, and every tensor still to be read or fetched), more "
+                             "than " +
+                             MemoryLimitText(graph_.memory_limit));
+    }
+    for (const auto& [p, k] : plan.inputs[u]) {
+      const size_t pu = static_cast<size_t>(p);
+      if (--left[pu][static_cast<size_t>(k)] == 0 && !plan.folded[pu])
+        live -= bytes(pu, static_cast<size_t>(k));
+    }
+    for (size_t k = 0; k < plan.uses[u].size(); ++k) {
+      if (plan.uses[u][k] == 0) live -= bytes(u, k);  // read by no one: freed at once
+    }
+  }
+  return Status::OK();
+}
+
 std::vector<std::string> Session::DefaultFetches() const {
   return SinkOutputs(graph_, AnalyzeGraph(graph_, registry_), registry_);
 }
@@ -374,6 +417,7 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
   for (const Endpoint& e : plan->fetches) {
     ++plan->uses[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)];
   }
+  RETURN_IF_ERROR(CheckPeakFits(*plan));
   // Nodes on one level (longest path from a source) never depend on each other; the widest
   // level bounds how many workers a run can use. Fed and folded nodes take no time: level 0.
   std::vector<int> level(n, 0);
