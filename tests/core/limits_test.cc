@@ -184,6 +184,27 @@ TEST_F(LimitsTest, SessionRefusesARunWhosePeakPassesTheLimit) {
   EXPECT_TRUE(session.Run({}, {"a"}, &out).ok());
   g.memory_limit = 12 << 20;
   EXPECT_TRUE(Session(g).Run({}, {"s"}, &out).ok());
+
+  // t = s + a: `b` is freed once `s` has run, so the peak stays 12 MiB; keeping every output
+  // (as the editor does) holds 16 MiB by the end.
+  Node t;
+  t.id = "t";
+  t.op = "Add";
+  t.inputs = {{"x", {Endpoint{"s", 0}}}, {"y", {Endpoint{"a", 0}}}};
+  ASSERT_TRUE(g.AddNode(t).ok());
+  g.memory_limit = 14 << 20;
+  Session chain(g);
+  EXPECT_TRUE(chain.Run({}, {"t"}, &out).ok());
+  std::map<std::string, std::vector<Tensor>> all;
+  RunOptions keep;
+  keep.all_outputs = &all;
+  s = chain.Run({}, {}, &out, keep);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("node 't' (Add): the run would hold 16.0 MiB of tensors at once "
+                             "while this node runs (every output so far, as all are kept)"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(all.empty());
 }
 
 // Graph JSON: size, node count and nesting are bounded, each with its own message.
