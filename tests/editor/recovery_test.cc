@@ -8,7 +8,6 @@
 #include <QFile>
 #include <QLockFile>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -24,24 +23,31 @@ namespace {
 
 using testing::RunAndWait;
 
-// Recovery files go to a test-only folder (QStandardPaths' test mode), emptied around each test.
+// Recovery files go to a folder of this test's own (XDG_DATA_HOME), as CTest runs the tests
+// in parallel processes.
 class RecoveryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    QStandardPaths::setTestModeEnabled(true);
-    QDir(RecoveryDir()).removeRecursively();
+    ASSERT_TRUE(data_home_.isValid());
+    old_data_home_ = qgetenv("XDG_DATA_HOME");
+    qputenv("XDG_DATA_HOME", data_home_.path().toUtf8());
+    ASSERT_TRUE(RecoveryDir().startsWith(data_home_.path())) << RecoveryDir().toStdString();
     ASSERT_TRUE(dir_.isValid());
     graph_path_ = dir_.filePath("g.json");
     testing::WriteText(graph_path_, testing::kAddGraph);
   }
   void TearDown() override {
-    QDir(RecoveryDir()).removeRecursively();
-    QStandardPaths::setTestModeEnabled(false);
+    if (old_data_home_.isNull()) {
+      qunsetenv("XDG_DATA_HOME");
+    } else {
+      qputenv("XDG_DATA_HOME", old_data_home_);
+    }
   }
   static QStringList RecoveryFiles() {
     return QDir(RecoveryDir()).entryList({"autosave-*.json"}, QDir::Files);
   }
-  QTemporaryDir dir_;
+  QTemporaryDir data_home_, dir_;
+  QByteArray old_data_home_;
   QString graph_path_;
 };
 
