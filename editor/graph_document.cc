@@ -89,9 +89,11 @@ void GraphDocument::NewGraph() { Reset(Graph()); }
 void GraphDocument::Reset(Graph graph) {
   undo_stack_.clear();
   detached_copy_ = false;
-  const bool allow_outside_files = graph_.allow_outside_files;  // the editor's setting stays
+  const bool allow_outside_files = graph_.allow_outside_files;  // the editor's settings stay
+  const uint64_t memory_limit = graph_.memory_limit;
   graph_ = std::move(graph);
   graph_.allow_outside_files = allow_outside_files;
+  graph_.memory_limit = memory_limit;
   unplaced_on_load_.clear();
   const InlineIndex inline_index(graph_);  // drawn in their ports: no position of their own
   std::set<std::string> inline_unplaced;
@@ -242,15 +244,23 @@ void GraphDocument::SetAllowOutsideFiles(bool allow) {
   emit graphChanged(false);
 }
 
+void GraphDocument::SetMemoryLimit(uint64_t bytes) {
+  graph_.memory_limit = bytes;
+  Reanalyze();
+  emit graphChanged(false);
+}
+
 void GraphDocument::Reanalyze() { analysis_ = AnalyzeGraph(graph_, registry_); }
 
 void GraphDocument::Replace(const Graph& graph, bool layout_only) {
   const std::string source = graph_.source_path, base = graph_.base_dir;
   const bool allow_outside_files = graph_.allow_outside_files;
+  const uint64_t memory_limit = graph_.memory_limit;
   graph_ = graph;
   graph_.source_path = source;
   graph_.base_dir = base;
   graph_.allow_outside_files = allow_outside_files;
+  graph_.memory_limit = memory_limit;
   if (!layout_only) Reanalyze();
   emit graphChanged(layout_only);
 }
