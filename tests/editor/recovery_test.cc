@@ -23,14 +23,14 @@ namespace {
 
 using testing::RunAndWait;
 
-// Recovery files go to a folder of this test's own (XDG_DATA_HOME), as CTest runs the tests
-// in parallel processes.
+// Recovery files go to a folder of this test's own, as CTest runs the tests in parallel
+// processes: the tests' QStandardPaths test mode puts data under $HOME/.qttest, so HOME moves.
 class RecoveryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(data_home_.isValid());
-    old_data_home_ = qgetenv("XDG_DATA_HOME");
-    qputenv("XDG_DATA_HOME", data_home_.path().toUtf8());
+    old_data_home_ = qgetenv("HOME");
+    qputenv("HOME", data_home_.path().toUtf8());
     ASSERT_TRUE(RecoveryDir().startsWith(data_home_.path())) << RecoveryDir().toStdString();
     ASSERT_TRUE(dir_.isValid());
     graph_path_ = dir_.filePath("g.json");
@@ -38,9 +38,9 @@ class RecoveryTest : public ::testing::Test {
   }
   void TearDown() override {
     if (old_data_home_.isNull()) {
-      qunsetenv("XDG_DATA_HOME");
+      qunsetenv("HOME");
     } else {
-      qputenv("XDG_DATA_HOME", old_data_home_);
+      qputenv("HOME", old_data_home_);
     }
   }
   static QStringList RecoveryFiles() {
