@@ -5,14 +5,22 @@
 //
 // One benchmark per (op, shape, kernel), named "<op>/<shape>/<optimized|reference>"; the
 // reference kernel runs only where the suite marks the shape `naive`. Conv2D shapes also run
-// the forward Conv2D. Counters: GFLOP/s with the suite's formula (2*N*OH*OW*KH*KW*Cin/groups*Cout,
-// padding taps counted) and GB/s of the tensors read and written once. float32, NHWC.
+// the forward Conv2D. Every (op, shape) also runs in NCHW (data_format NCHW, the same problem
+// with its activations transposed), named "<op>/<shape>/nchw/optimized", so the two layouts can
+// be compared interleaved:
+//
+//   bf_conv_bench --threads 1 --benchmark_filter='Conv2DBackpropFilter/resnet_28x128_3x3_128_s1/'
+//       --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//
+// Counters: GFLOP/s with the suite's formula (2*N*OH*OW*KH*KW*Cin/groups*Cout, padding taps
+// counted) and GB/s of the tensors read and written once. float32.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -32,7 +40,8 @@ struct BenchCase {
   double gflop = 0;
   Shape x_shape, w_shape, dy_shape;
   uint64_t seed = 0;
-  Tensor x, w, dy;  // made on first use, so a filtered run does not fill the whole suite
+  bool nchw = false;  // the shapes above are then in NCHW order
+  Tensor x, w, dy;    // made on first use, so a filtered run does not fill the whole suite
 };
 
 Tensor Random(const Shape& shape, uint64_t seed) {
@@ -83,18 +92,30 @@ int RegisterSuite(const std::string& path, int threads) {
   uint64_t seed = 1;
   for (const SuiteShape& s : *suite) {
     for (ConvOp op : s.ops) {
-      auto c = std::make_unique<BenchCase>();
-      c->name = s.name;
-      c->state = *s.State(op);
-      c->gflop = s.gflop;
-      c->x_shape = s.input;
-      c->w_shape = s.filter;
-      c->dy_shape = s.output;
-      c->seed = seed;
+      auto make_case = [&](bool nchw) {
+        auto c = std::make_unique<BenchCase>();
+        c->name = s.name;
+        c->state = nchw ? *s.StateNCHW(op, s.input) : *s.State(op);
+        c->gflop = s.gflop;
+        c->nchw = nchw;
+        c->x_shape = nchw ? SuiteShape::ToNCHW(s.input) : s.input;
+        c->w_shape = s.filter;
+        c->dy_shape = nchw ? SuiteShape::ToNCHW(s.output) : s.output;
+        c->seed = seed;
+        BenchCase* cp = c.get();
+        cases.push_back(std::move(c));
+        return cp;
+      };
+      BenchCase* cp = make_case(false);
+      BenchCase* nchw = make_case(true);
       seed += 3;
-      BenchCase* cp = c.get();
-      cases.push_back(std::move(c));
       const std::string name = std::string(ConvOpName(op, s.depthwise)) + "/" + cp->name;
+      benchmark::RegisterBenchmark((name + "/nchw/optimized").c_str(),
+                                   [nchw, threads](benchmark::State& st) {
+                                     RunCase(st, *nchw, KernelKind::kOptimized, threads);
+                                   })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
       benchmark::RegisterBenchmark((name + "/optimized").c_str(),
                                    [cp, threads](benchmark::State& st) {
                                      RunCase(st, *cp, KernelKind::kOptimized, threads);

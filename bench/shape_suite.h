@@ -31,6 +31,18 @@ struct SuiteShape {
   Expected<ConvState> State(ConvOp op, const Shape& in) const {
     return MakeConvState(op, AttrMap(attrs), in, filter, depthwise);
   }
+  /// The same problem in NCHW: `in` (NHWC order) and the strides permuted, data_format NCHW.
+  Expected<ConvState> StateNCHW(ConvOp op, const Shape& in) const {
+    nlohmann::json a = attrs;
+    const std::vector<int64_t> s = attrs.at("strides").get<std::vector<int64_t>>();
+    a["strides"] = std::vector<int64_t>{s[0], s[3], s[1], s[2]};
+    a["data_format"] = "NCHW";
+    return MakeConvState(op, AttrMap(a), ToNCHW(in), filter, depthwise);
+  }
+  /// An NHWC shape's dims in NCHW order.
+  static Shape ToNCHW(const Shape& nhwc) {
+    return Shape{nhwc.dim(0), nhwc.dim(3), nhwc.dim(1), nhwc.dim(2)};
+  }
 };
 
 /// Reads the suite at `path`; every shape's listed output, pads and GFLOP must agree with the

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/graph.h"
+#include "core/limits.h"
 #include "core/paths.h"
 #include "core/session.h"
 #include "core/text.h"
@@ -298,6 +299,19 @@ GraphAnalysis AnalyzeGraph(const Graph& graph, const OpRegistry& registry,
                    " outputs, schema declares " + std::to_string(schema->outputs().size()));
       continue;
     }
+    // Every tensor the graph would make is held to the memory limit before anything runs.
+    bool fits = true;
+    for (size_t k = 0; k < ctx.outputs().size(); ++k) {
+      const PortInfo& out = ctx.outputs()[k];
+      const std::string port =
+          "output " + std::to_string(k) +
+          (k < schema->outputs().size() ? " ('" + schema->outputs()[k].name + "')" : "");
+      if (Status fit = CheckTensorFits(port, out.dtype, out.shape, graph.memory_limit); !fit.ok()) {
+        error(i, fit.message());
+        fits = false;
+      }
+    }
+    if (!fits) continue;
     info.inputs = std::move(inputs);
     info.port_starts = std::move(port_starts);
     info.outputs = ctx.outputs();

@@ -1,8 +1,10 @@
 #include "core/feeds.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
+#include "core/limits.h"
 #include "core/npy.h"
 #include "core/paths.h"
 #include "core/text.h"
@@ -31,11 +33,28 @@ std::vector<bool> NeededNodes(const Graph& graph, const std::vector<std::string>
 }
 
 // Reads one Placeholder's feed and checks it against the Placeholder's inferred output.
+// `limit` is the graph's memory limit; `total` adds up the bytes of the feeds read so far.
 Expected<Tensor> ReadFeed(const Node& node, const NodeInfo& info, const std::string& file,
-                          const FeedSlice* slice) {
+                          const FeedSlice* slice, uint64_t limit, long double* total) {
   const std::string who = "node '" + node.id + "' (" + node.op + "): ";
   if (info.outputs.empty()) return InvalidArgument(who + "has no inferred output to feed");
   const PortInfo& want = info.outputs[0];
+  // The header alone says how much the value needs: refused before anything is read.
+  Expected<std::pair<DType, Shape>> header = ReadNpyInfo(file, want.dtype);
+  if (!header.ok()) return header.status().WithPrefix(who + "feed: ");
+  std::vector<int64_t> dims = header->second.dims();
+  if (slice && slice->axis >= 0 && static_cast<size_t>(slice->axis) < dims.size())
+    dims[static_cast<size_t>(slice->axis)] = std::max<int64_t>(0, slice->count);
+  const Shape read_shape(dims);
+  if (Status fit = CheckTensorFits("feed '" + file + "'", header->first, read_shape, limit);
+      !fit.ok()) {
+    return fit.WithPrefix(who);
+  }
+  *total += TensorBytes(header->first, read_shape);
+  if (*total > static_cast<long double>(EffectiveMemoryLimit(limit))) {
+    return InvalidArgument(who + "feed '" + file + "' brings the feeds read so far to " +
+                           FormatBytes(*total) + ", more than " + MemoryLimitText(limit));
+  }
   // Either fails on another dtype, naming both.
   Expected<Tensor> t = slice
                            ? ReadNpySlice(file, slice->axis, slice->begin, slice->count, want.dtype)
@@ -73,6 +92,7 @@ Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph, const Grap
   }
   const std::vector<bool> needed = NeededNodes(graph, fetches);
   std::map<std::string, Tensor> feeds;
+  long double feed_bytes = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& node = nodes[i];
     const OpSchema* schema = OpRegistry::Global().Find(node.op);
@@ -96,7 +116,8 @@ Expected<std::map<std::string, Tensor>> LoadFeeds(const Graph& graph, const Grap
     }
     auto slice = sources.slices.find(node.id);
     Expected<Tensor> t = ReadFeed(node, analysis.nodes[i], file,
-                                  slice == sources.slices.end() ? nullptr : &slice->second);
+                                  slice == sources.slices.end() ? nullptr : &slice->second,
+                                  graph.memory_limit, &feed_bytes);
     if (!t.ok()) {
       errors.push_back(t.status().message());
       continue;

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/limits.h"
 #include "core/npy.h"
 
 namespace blockflow {
@@ -160,7 +161,37 @@ bool WouldCreateCycle(const Graph& graph, const std::string& producer,
 
 namespace {
 
-constexpr int kMaxJsonDepth = 128;
+// The offset of the first '[' or '{' nested deeper than kMaxGraphJsonDepth (outside strings),
+// or npos. Malformed text is left to the parser.
+size_t NestedTooDeep(const std::string& text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxGraphJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string::npos;
+}
+
+Status TooLargeGraph(const std::string& origin, uintmax_t bytes) {
+  return InvalidArgument(origin + ": the graph file is " +
+                         FormatBytes(static_cast<long double>(bytes)) + ", more than the " +
+                         FormatBytes(kMaxGraphJsonBytes) +
+                         " a graph file may hold; keep large tensors in .npy files that a Const "
+                         "names with \"file\"");
+}
 
 std::string LineColumn(const std::string& text, size_t byte) {
   size_t line = 1, col = 1;
@@ -259,15 +290,20 @@ void DumpCompact(const json& j, std::string* out) {
 
 Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origin,
                                const std::string& base_dir) {
+  if (text.size() > kMaxGraphJsonBytes) {
+    return TooLargeGraph(origin, text.size());
+  }
   json j;
+  // Deeply nested values would overflow the stack in the recursive copies and dumps later.
+  // Checked by a scan of its own: nlohmann's parser with a callback takes time quadratic in the
+  // length of a list (200,000 nodes: 20 s), where the plain parser is linear.
+  if (const size_t at = NestedTooDeep(text); at != std::string::npos) {
+    return InvalidArgument(origin + ":" + LineColumn(text, at + 1) +
+                           ": malformed JSON: values nested deeper than " +
+                           std::to_string(kMaxGraphJsonDepth) + " levels");
+  }
   try {
-    // Deeply nested values would overflow the stack in the recursive copies and dumps later.
-    j = json::parse(text, [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxJsonDepth)
-        throw std::length_error("values nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                " levels");
-      return true;
-    });
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L,
@@ -276,7 +312,7 @@ Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origi
     const std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
     return InvalidArgument(origin + ":" + LineColumn(text, e.byte) + ": malformed JSON: " + detail);
   } catch (const std::exception& e) {
-    // Number overflow (1e999) and the depth limit: no position is known.
+    // Number overflow (1e999): no position is known.
     std::string what = e.what();
     const size_t bracket = what.rfind("] ");
     return InvalidArgument(origin + ": malformed JSON: " +
@@ -301,6 +337,10 @@ Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origi
                (version > 1 ? "; the file was written by a newer blockflow)" : ")"));
   }
   if (!j.contains("nodes") || !j["nodes"].is_array()) return bad("\"nodes\" must be a list");
+  if (j["nodes"].size() > kMaxGraphNodes) {
+    return bad("the graph has " + std::to_string(j["nodes"].size()) + " nodes, more than the " +
+               std::to_string(kMaxGraphNodes) + " a graph may have");
+  }
   Graph graph;
   graph.source_path = origin;
   graph.base_dir = base_dir;
@@ -317,6 +357,12 @@ Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origi
 }
 
 Expected<Graph> LoadGraphFile(const std::string& path) {
+  // Refused before it is read: the size alone says so.
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > kMaxGraphJsonBytes) {
+    return TooLargeGraph(path, size);
+  }
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   const fs::path p(path);
   return ParseGraphJson(text, path,

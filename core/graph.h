@@ -78,6 +78,9 @@ class Graph {
   /// Lets the graph name files outside base_dir (CheckInsideGraphFolder). Off for graphs from
   /// files, which people share; never saved with the graph.
   bool allow_outside_files = false;
+  /// The memory limit in bytes (0: DefaultMemoryLimit(), core/limits.h) that analysis holds
+  /// every tensor to, and feeds and a run's peak estimate; never saved with the graph.
+  uint64_t memory_limit = 0;
 
  private:
   std::vector<Node> nodes_;
@@ -93,7 +96,9 @@ bool IsValidNodeId(const std::string& id);
 std::unordered_map<std::string, int> BuildNodeIndex(const Graph& graph);
 
 /// Parses graph JSON v1 text. `origin` names the source in messages ("g.json:3:14: ...").
-/// Structural checks only (format, version, ids, input syntax); see AnalyzeGraph for the rest.
+/// Text over kMaxGraphJsonBytes, nesting over kMaxGraphJsonDepth and more than kMaxGraphNodes
+/// nodes are refused (core/limits.h). Structural checks only (format, version, ids, input syntax);
+/// see AnalyzeGraph for the rest.
 Expected<Graph> ParseGraphJson(const std::string& text, const std::string& origin,
                                const std::string& base_dir);
 /// Reads and parses a graph file; base_dir becomes the file's folder.

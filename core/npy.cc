@@ -16,6 +16,8 @@
 #include <sstream>
 #include <utility>
 
+#include "core/limits.h"
+
 namespace blockflow {
 namespace fs = std::filesystem;
 namespace {
@@ -95,6 +97,10 @@ Expected<NpyHeader> ParseHeader(const std::string& bytes, size_t file_size,
     header_start = 12;
   } else {
     return bad("unsupported format version " + std::to_string(major));
+  }
+  if (header_len > kMaxNpyHeaderBytes) {
+    return bad("the header is " + std::to_string(header_len) + " bytes long, more than the " +
+               std::to_string(kMaxNpyHeaderBytes) + " blockflow reads");
   }
   if (bytes.size() < header_start + header_len) return bad("truncated header");
   const std::string header = bytes.substr(header_start, header_len);
@@ -248,8 +254,8 @@ class NpyFile {
       return IoError("cannot read '" + path + "': " + std::strerror(errno));
     }
     f.size_ = static_cast<size_t>(st.st_size);
-    // Headers are short; 1 MiB holds any header NumPy writes.
-    std::string prefix(std::min(f.size_, size_t{1} << 20), '\0');
+    // The magic, version and length (12 bytes at most), then a header of bounded length.
+    std::string prefix(std::min(f.size_, kMaxNpyHeaderBytes + 12), '\0');
     RETURN_IF_ERROR(PreadAll(f.fd_, prefix.data(), prefix.size(), 0, path));
     ASSIGN_OR_RETURN(f.header_, ParseHeader(prefix, f.size_, path, expected_dtype));
     return f;
@@ -372,6 +378,12 @@ Expected<Tensor> ReadNpySlice(const std::string& path, int axis, int64_t begin, 
 }
 
 std::string SerializeNpy(const Tensor& tensor) {
+  std::string out = NpyHeaderBytes(tensor);
+  out.append(static_cast<const char*>(tensor.raw()), tensor.num_bytes());
+  return out;
+}
+
+std::string NpyHeaderBytes(const Tensor& tensor) {
   std::string shape = "(";
   for (int i = 0; i < tensor.shape().rank(); ++i) {
     shape += std::to_string(tensor.shape().dim(i));
@@ -391,7 +403,6 @@ std::string SerializeNpy(const Tensor& tensor) {
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>((header.size() >> 8) & 0xff);
   out += header;
-  out.append(static_cast<const char*>(tensor.raw()), tensor.num_bytes());
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/limits.h"
 #include "core/paths.h"
 
 namespace blockflow {
@@ -205,6 +206,50 @@ int Session::IndexOf(const std::string& id) const {
 
 Session::~Session() = default;
 
+// The run's peak, estimated before anything is allocated: the tensors alive at once when the
+// nodes run one at a time in the plan's order. Feeds live from the start; each output from its
+// node until its last reader has run (fetched ones to the end), or, with `keep_all`
+// (RunOptions::all_outputs, as the editor runs), to the end. Not counted: folded constants
+// (small, and held by the analysis already) and kernels' scratch.
+Status Session::CheckPeakFits(const Plan& plan, bool keep_all) const {
+  const auto& nodes = graph_.nodes();
+  const long double limit = static_cast<long double>(EffectiveMemoryLimit(graph_.memory_limit));
+  auto bytes = [&](size_t u, size_t k) {
+    const PortInfo& out = plan.analysis.nodes[u].outputs[k];
+    return std::max<long double>(0, TensorBytes(out.dtype, out.shape));
+  };
+  std::vector<std::vector<int>> left = plan.uses;
+  long double live = 0;
+  for (int i : plan.order) {
+    const size_t u = static_cast<size_t>(i);
+    if (!plan.fed[u]) continue;
+    for (size_t k = 0; k < plan.uses[u].size(); ++k) live += bytes(u, k);
+  }
+  for (int i : plan.order) {
+    const size_t u = static_cast<size_t>(i);
+    if (plan.fed[u] || plan.folded[u]) continue;
+    for (size_t k = 0; k < plan.uses[u].size(); ++k) live += bytes(u, k);
+    if (live > limit) {
+      return InvalidArgument(Who(nodes[u]) + "the run would hold " + FormatBytes(live) +
+                             " of tensors at once while this node runs (" +
+                             (keep_all ? "every output so far, as all are kept"
+                                       : "its inputs and outputs, and every tensor still to be "
+                                         "read or fetched") +
+                             "), more than " + MemoryLimitText(graph_.memory_limit));
+    }
+    if (keep_all) continue;
+    for (const auto& [p, k] : plan.inputs[u]) {
+      const size_t pu = static_cast<size_t>(p);
+      if (--left[pu][static_cast<size_t>(k)] == 0 && !plan.folded[pu])
+        live -= bytes(pu, static_cast<size_t>(k));
+    }
+    for (size_t k = 0; k < plan.uses[u].size(); ++k) {
+      if (plan.uses[u][k] == 0) live -= bytes(u, k);  // read by no one: freed at once
+    }
+  }
+  return Status::OK();
+}
+
 std::vector<std::string> Session::DefaultFetches() const {
   return SinkOutputs(graph_, AnalyzeGraph(graph_, registry_), registry_);
 }
@@ -374,6 +419,7 @@ Expected<std::shared_ptr<const Session::Plan>> Session::MakePlan(
   for (const Endpoint& e : plan->fetches) {
     ++plan->uses[static_cast<size_t>(index(e.node))][static_cast<size_t>(e.index)];
   }
+  RETURN_IF_ERROR(CheckPeakFits(*plan, /*keep_all=*/false));
   // Nodes on one level (longest path from a source) never depend on each other; the widest
   // level bounds how many workers a run can use. Fed and folded nodes take no time: level 0.
   std::vector<int> level(n, 0);
@@ -413,6 +459,8 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
   outputs->clear();
   ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan_ptr, GetPlan(feeds, fetch_names));
   const Plan& plan = *plan_ptr;
+  // Keeping every output holds more at once than the plan's schedule does.
+  if (options.all_outputs) RETURN_IF_ERROR(CheckPeakFits(plan, /*keep_all=*/true));
   const auto& nodes = graph_.nodes();
   const std::vector<int>& order = plan.order;
   if (options.observer) {

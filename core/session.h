@@ -86,6 +86,9 @@ class Session {
   Expected<std::shared_ptr<const Plan>> GetPlan(const std::map<std::string, Tensor>& feeds,
                                                 const std::vector<std::string>& fetches) const;
   int IndexOf(const std::string& id) const;
+  // An error naming the node at which the plan's estimated peak passes the memory limit;
+  // `keep_all`: every output stays alive to the end (RunOptions::all_outputs).
+  Status CheckPeakFits(const Plan& plan, bool keep_all) const;
   Expected<std::shared_ptr<const Plan>> MakePlan(const std::map<std::string, Tensor>& feeds,
                                                  const std::vector<std::string>& fetches) const;
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "blocks/register_blocks.h"
+#include "core/limits.h"
+#include "editor/graph_document.h"
 #include "editor/main_window.h"
 #include "editor/theme.h"
 
@@ -11,11 +13,16 @@ namespace blockflow::editor {
 
 QString EditorUsage() {
   return "usage: blockflow-editor [GRAPH.json] [--arrange] [--run] [--screenshot FILE.png]\n"
+         "                        [--memory-limit BYTES] [--recover]\n"
          "  GRAPH.json          open this graph\n"
          "  --arrange           lay the graph out once it is open (as View > Arrange)\n"
          "  --run               run the graph once it is shown (as the Run button)\n"
          "  --screenshot FILE   save a PNG of the window (after the run) and exit;\n"
          "                      exit code 1 if the run failed\n"
+         "  --memory-limit BYTES  refuse graphs and feeds whose tensors need more than\n"
+         "                      BYTES (suffixes K, M, G); default: half of this machine's memory\n"
+         "  --recover           take back the graph an editor that crashed autosaved,\n"
+         "                      without asking (otherwise a dialog offers it at start)\n"
          "Works headless with QT_QPA_PLATFORM=offscreen.\n";
 }
 
@@ -35,6 +42,24 @@ EditorOptions ParseEditorArgs(const QStringList& args) {
       o.screenshot = args[++i];
     } else if (a.startsWith("--screenshot=")) {
       o.screenshot = a.mid(13);
+    } else if (a == "--recover") {
+      o.recover = true;
+    } else if (a == "--memory-limit" || a.startsWith("--memory-limit=")) {
+      QString value;
+      if (a.startsWith("--memory-limit=")) {
+        value = a.mid(15);
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        o.error = "--memory-limit needs a byte count";
+        return o;
+      }
+      Expected<uint64_t> bytes = ParseByteSize(value.toStdString());
+      if (!bytes.ok()) {
+        o.error = QString::fromStdString("--memory-limit: " + bytes.status().message());
+        return o;
+      }
+      o.memory_limit = *bytes;
     } else if (a == "--help" || a == "-h") {
       o.help = true;
     } else if (a.startsWith("-")) {
@@ -68,9 +93,12 @@ int RunEditor(QApplication& app) {
   MainWindow window;
   const bool scripted = !o.screenshot.isEmpty();
   window.SetScripted(scripted);
+  window.document()->SetMemoryLimit(o.memory_limit);
   if (!o.graph.isEmpty() && !window.OpenFile(o.graph) && scripted) return 1;
   window.show();
   if (o.arrange) window.Arrange();
+  if (o.recover) window.SetRecoveryPrompt([](const QString&) { return RecoveryChoice::kRecover; });
+  window.OfferRecovery();
   if (scripted) {
     int code = 0;
     window.ScriptedScreenshot(o.screenshot, o.run, [&code, &app](int c) {

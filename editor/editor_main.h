@@ -4,16 +4,19 @@
 
 #include <QString>
 #include <QStringList>
+#include <cstdint>
 
 class QApplication;
 
 namespace blockflow::editor {
 
 struct EditorOptions {
-  QString graph;         // graph file to open ("" for a new graph)
-  bool arrange = false;  // View > Arrange once the graph is open
-  bool run = false;      // run once the graph is shown
-  QString screenshot;    // save a PNG of the window and exit
+  QString graph;              // graph file to open ("" for a new graph)
+  bool arrange = false;       // View > Arrange once the graph is open
+  bool run = false;           // run once the graph is shown
+  QString screenshot;         // save a PNG of the window and exit
+  bool recover = false;       // take back an autosaved graph without asking
+  uint64_t memory_limit = 0;  // --memory-limit in bytes (0: half of memory)
   bool help = false;
   QString error;  // non-empty when the command line is wrong
 };

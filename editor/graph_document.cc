@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/layout.h"
+#include "core/npy.h"
 #include "editor/inline_values.h"
 
 namespace blockflow::editor {
@@ -88,9 +89,11 @@ void GraphDocument::NewGraph() { Reset(Graph()); }
 void GraphDocument::Reset(Graph graph) {
   undo_stack_.clear();
   detached_copy_ = false;
-  const bool allow_outside_files = graph_.allow_outside_files;  // the editor's setting stays
+  const bool allow_outside_files = graph_.allow_outside_files;  // the editor's settings stay
+  const uint64_t memory_limit = graph_.memory_limit;
   graph_ = std::move(graph);
   graph_.allow_outside_files = allow_outside_files;
+  graph_.memory_limit = memory_limit;
   unplaced_on_load_.clear();
   const InlineIndex inline_index(graph_);  // drawn in their ports: no position of their own
   std::set<std::string> inline_unplaced;
@@ -156,21 +159,48 @@ static void RebaseRelativeFiles(Graph& graph, const std::string& old_dir,
   });
 }
 
-// Copies the files that `graph` names inside `from` to the same relative places under `to`
-// (existing files there are kept); names that leave `from` are left to the rebasing.
-static Status CopyGraphFiles(Graph& graph, const std::string& from, const std::string& to) {
+// Copies `src` to `dst` (creating its folder) unless `dst` already holds the same bytes; a
+// different file at `dst` is an error, never overwritten.
+static Status CopyDataFile(const fs::path& src, const fs::path& dst) {
+  std::error_code ec;
+  if (!fs::is_regular_file(src, ec)) return Status::OK();  // missing: analysis says so
+  if (fs::exists(dst, ec)) {
+    Expected<std::string> a = ReadFile(src.string()), b = ReadFile(dst.string());
+    if (a.ok() && b.ok() && *a == *b) return Status::OK();
+    return InvalidArgument("cannot copy '" + src.string() + "' beside the saved graph: '" +
+                           dst.string() + "' exists and is a different file (not overwritten)");
+  }
+  fs::create_directories(dst.parent_path(), ec);
+  if (!ec) fs::copy_file(src, dst, ec);
+  if (ec)
+    return Internal("cannot copy '" + src.string() + "' to '" + dst.string() +
+                    "': " + ec.message());
+  return Status::OK();
+}
+
+// Keeps the files a graph names when it is saved from `old_dir` into `new_dir`. A file inside
+// the old folder keeps its relative name and is copied along when the graph is a detached copy
+// (a sample) or when the new folder does not contain it (the rule that a graph's files lie in
+// its folder would refuse the saved graph otherwise, unless the graph may name files outside).
+// Any other name is rebased to point at the same file from the new folder.
+static Status MoveGraphFiles(Graph& graph, const std::string& old_dir, const std::string& new_dir,
+                             bool copy_all) {
+  auto folder = [](const std::string& d) { return (fs::path(d) / "").lexically_normal(); };
+  if (old_dir.empty() || folder(old_dir) == folder(new_dir)) return Status::OK();
   Status status;
-  ForEachRelativeFile(graph, [&](nlohmann::json&, const fs::path& p) {
-    const fs::path rel = p.lexically_normal();
-    if (!status.ok() || rel.empty() || *rel.begin() == "..") return;
-    const fs::path src = fs::path(from) / rel, dst = fs::path(to) / rel;
-    std::error_code ec;
-    if (!fs::is_regular_file(src, ec) || fs::exists(dst, ec)) return;
-    fs::create_directories(dst.parent_path(), ec);
-    if (!ec) fs::copy_file(src, dst, ec);
-    if (ec)
-      status =
-          Internal("cannot copy '" + src.string() + "' to '" + dst.string() + "': " + ec.message());
+  ForEachRelativeFile(graph, [&](nlohmann::json& v, const fs::path& name) {
+    if (!status.ok()) return;
+    const fs::path rel = name.lexically_normal();
+    const fs::path abs = (fs::path(old_dir) / rel).lexically_normal();
+    const fs::path moved = abs.lexically_relative(fs::path(new_dir).lexically_normal());
+    const bool inside_old = !rel.empty() && *rel.begin() != "..";
+    const bool inside_new = !moved.empty() && *moved.begin() != "..";
+    if (inside_old && (copy_all || (!inside_new && !graph.allow_outside_files))) {
+      status = CopyDataFile(abs, fs::path(new_dir) / rel);
+      v = rel.string();
+      return;
+    }
+    v = moved.empty() ? abs.string() : moved.string();  // no relative path between them
   });
   return status;
 }
@@ -180,22 +210,9 @@ Status GraphDocument::Save(const QString& path) {
   const std::string new_dir = fs::absolute(fs::path(p)).parent_path().string();
   Graph to_save = graph_;
   // Relative names of a graph that has a folder name files there; "" is a new graph.
-  std::string old_dir =
+  const std::string old_dir =
       graph_.base_dir.empty() ? std::string() : fs::absolute(graph_.base_dir).string();
-  if (detached_copy_ && !old_dir.empty()) {
-    // A copy (of a sample) takes its data along: same names, beside the new file.
-    RETURN_IF_ERROR(CopyGraphFiles(to_save, old_dir, new_dir));
-    // What was copied keeps its name; a name that leaves the old folder is rebased.
-    ForEachRelativeFile(to_save, [&](nlohmann::json& v, const fs::path& name) {
-      const fs::path rel = name.lexically_normal();
-      if (rel.empty() || *rel.begin() != "..") return;
-      const fs::path abs = (fs::path(old_dir) / name).lexically_normal();
-      const fs::path moved = abs.lexically_relative(fs::path(new_dir).lexically_normal());
-      v = moved.empty() ? abs.string() : moved.string();
-    });
-    old_dir = new_dir;
-  }
-  RebaseRelativeFiles(to_save, old_dir, new_dir);
+  RETURN_IF_ERROR(MoveGraphFiles(to_save, old_dir, new_dir, /*copy_all=*/detached_copy_));
   RETURN_IF_ERROR(SaveGraphFile(to_save, p, registry_));
   const bool rebased = SerializeGraph(to_save, registry_) != SerializeGraph(graph_, registry_);
   to_save.source_path = p;
@@ -227,15 +244,23 @@ void GraphDocument::SetAllowOutsideFiles(bool allow) {
   emit graphChanged(false);
 }
 
+void GraphDocument::SetMemoryLimit(uint64_t bytes) {
+  graph_.memory_limit = bytes;
+  Reanalyze();
+  emit graphChanged(false);
+}
+
 void GraphDocument::Reanalyze() { analysis_ = AnalyzeGraph(graph_, registry_); }
 
 void GraphDocument::Replace(const Graph& graph, bool layout_only) {
   const std::string source = graph_.source_path, base = graph_.base_dir;
   const bool allow_outside_files = graph_.allow_outside_files;
+  const uint64_t memory_limit = graph_.memory_limit;
   graph_ = graph;
   graph_.source_path = source;
   graph_.base_dir = base;
   graph_.allow_outside_files = allow_outside_files;
+  graph_.memory_limit = memory_limit;
   if (!layout_only) Reanalyze();
   emit graphChanged(layout_only);
 }

@@ -82,6 +82,10 @@ class GraphDocument : public QObject {
   /// every graph opened later in this editor; off at start. Analyses again.
   void SetAllowOutsideFiles(bool allow);
   bool allow_outside_files() const { return graph_.allow_outside_files; }
+  /// The memory limit (Graph::memory_limit; 0: half of memory) that analysis and runs hold
+  /// this and every graph opened later to. Analyses again.
+  void SetMemoryLimit(uint64_t bytes);
+  uint64_t memory_limit() const { return graph_.memory_limit; }
 
   // Edits. Each one is one undoable command and emits graphChanged().
   /// Adds a block of `op` at `pos`; returns the new node's id.

@@ -16,6 +16,7 @@
 #include <QMimeData>
 #include <QPainter>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
@@ -27,6 +28,7 @@
 
 #include "editor/attribute_panel.h"
 #include "editor/auto_layout.h"
+#include "editor/autosave.h"
 #include "editor/graph_document.h"
 #include "editor/graph_scene.h"
 #include "editor/graph_view.h"
@@ -74,6 +76,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   doc_ = new GraphDocument(this);
   scene_ = new GraphScene(doc_, this);
   runner_ = new RunController(this);
+  autosaver_ = new Autosaver(doc_);
+  autosaver_->setParent(this);
   BuildUi();
   BuildActions();
   connect(doc_, &GraphDocument::graphChanged, this, &MainWindow::OnGraphChanged);
@@ -127,6 +131,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 MainWindow::~MainWindow() {
   runner_->Cancel();
+  // A window that goes away normally leaves nothing to recover; the autosaver must also go
+  // before the document it watches.
+  delete autosaver_;
   // The document is destroyed before the other children; its undo stack's last signals
   // (cleanChanged when there were unsaved edits) must not reach a window being destroyed.
   disconnect(doc_, nullptr, this, nullptr);
@@ -791,6 +798,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     return;
   }
   runner_->Cancel();
+  autosaver_->Discard();
   event->accept();
 }
 
@@ -840,6 +848,58 @@ void MainWindow::ScriptedScreenshot(const QString& path, bool run,
     shoot(ok);
   });
   QTimer::singleShot(50, this, [this] { Run(); });
+}
+
+bool MainWindow::OfferRecovery() {
+  for (RecoveryFile& file : FindRecoveryFiles(RecoveryDir())) {
+    const QString name = file.source_path.empty()
+                             ? QString("a new graph")
+                             : QFileInfo(QString::fromStdString(file.source_path)).fileName();
+    const QString text =
+        "blockflow-editor did not close normally. It had autosaved unsaved changes to " + name +
+        (file.saved_at.isEmpty() ? QString() : " at " + file.saved_at) +
+        ".\n\nRecover them? (Discard deletes them; Later keeps them for the next start.)";
+    RecoveryChoice choice = RecoveryChoice::kLater;
+    if (recovery_prompt_) {
+      choice = recovery_prompt_(text);
+    } else if (!scripted_) {
+      QMessageBox box(QMessageBox::Question, "Recover unsaved changes", text, QMessageBox::NoButton,
+                      this);
+      QPushButton* recover = box.addButton("Recover", QMessageBox::AcceptRole);
+      QPushButton* discard = box.addButton("Discard", QMessageBox::DestructiveRole);
+      box.addButton("Later", QMessageBox::RejectRole);
+      box.setDefaultButton(recover);
+      box.exec();
+      choice = box.clickedButton() == recover   ? RecoveryChoice::kRecover
+               : box.clickedButton() == discard ? RecoveryChoice::kDiscard
+                                                : RecoveryChoice::kLater;
+    }
+    if (choice == RecoveryChoice::kDiscard) file.Discard();
+    if (choice != RecoveryChoice::kRecover) continue;
+    Expected<Graph> recovered = file.Load();
+    if (!recovered.ok()) {
+      ShowStatus(QString::fromStdString("cannot recover: " + recovered.status().message()), true);
+      continue;
+    }
+    // The graph as last saved first, so that undo goes back to it; a file that is gone (or a
+    // graph never saved) starts from an empty graph in the same place.
+    const QString source = QString::fromStdString(file.source_path);
+    if (source.isEmpty() || !doc_->Open(source).ok()) {
+      Graph base;
+      base.source_path = file.source_path;
+      base.base_dir = file.base_dir;
+      doc_->Reset(std::move(base));
+    }
+    runner_->ClearResult();
+    scene_->ClearRunStates();
+    doc_->ApplyEdit("Recover Unsaved Changes", std::move(recovered).value());
+    file.Discard();  // this editor's own autosave holds it from now on
+    ShowStatus("Recovered the unsaved changes to " + name + " (autosaved " + file.saved_at +
+                   "); save them to keep them.",
+               false);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace blockflow::editor

@@ -21,6 +21,7 @@ class QToolButton;
 namespace blockflow::editor {
 
 class AttributePanel;
+class Autosaver;
 class GraphDocument;
 class GraphScene;
 class GraphView;
@@ -31,10 +32,16 @@ class QuickAddPopup;
 class ResultPanel;
 class RunController;
 
+/// What to do with a graph autosaved by an editor that did not close normally.
+enum class RecoveryChoice { kRecover, kDiscard, kLater };
+
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
+  /// Asks about one recovery offer, whose description is `text`.
+  using RecoveryPrompt = std::function<RecoveryChoice(const QString& text)>;
+
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
@@ -47,6 +54,7 @@ class MainWindow : public QMainWindow {
   PaletteWidget* palette_widget() const { return palette_; }
   ProblemsPanel* problems() const { return problems_; }
   QuickAddPopup* quick_add() const { return quick_add_; }
+  Autosaver* autosaver() const { return autosaver_; }
   /// The text currently shown in the status bar (in full; the bar may cut it off).
   QString StatusText() const;
   /// The graph summary at the right of the status bar ("3 nodes · valid").
@@ -72,6 +80,13 @@ class MainWindow : public QMainWindow {
   /// Run > Allow Files Outside the Graph's Folder: asks for confirmation first (`confirm` is
   /// the answer when scripted). Returns whether graphs may now name such files.
   bool SetAllowOutsideFiles(bool allow, bool confirm = false);
+  /// At start-up: offers back, one at a time, the graphs autosaved by editors that crashed or
+  /// were killed, newest first, until one is recovered (undo then goes back to the graph as
+  /// last saved). Asks with a dialog, or the prompt set with SetRecoveryPrompt; scripted
+  /// windows without a prompt keep the files for a later start. True when a graph came back.
+  bool OfferRecovery();
+  /// Replaces the recovery dialog (tests and scripted use).
+  void SetRecoveryPrompt(RecoveryPrompt prompt) { recovery_prompt_ = std::move(prompt); }
   /// Scripted use: optionally run, select the last node, save a screenshot, then call `done`
   /// with the exit code (1 when the run or the save failed).
   void ScriptedScreenshot(const QString& path, bool run, const std::function<void(int)>& done);
@@ -132,6 +147,8 @@ class MainWindow : public QMainWindow {
   ResultPanel* results_;
   RunController* runner_;
   ProblemsPanel* problems_;
+  Autosaver* autosaver_;
+  RecoveryPrompt recovery_prompt_;
   QuickAddPopup* quick_add_;
   QPointF quick_add_pos_;
   std::optional<WireEnd> quick_add_wire_;

@@ -156,8 +156,9 @@ std::shared_ptr<const Session> RunController::SessionFor(const Graph& graph) {
   Graph bare = graph;
   for (Node& node : bare.nodes()) node.ui = nullptr;
   // The key holds what the session's analysis depends on and the graph file does not say.
-  std::string key = (graph.allow_outside_files ? "outside files allowed\n" : "\n") + bare.base_dir +
-                    '\n' + SerializeGraph(bare);
+  std::string key = (graph.allow_outside_files ? "outside files allowed\n" : "\n") +
+                    std::to_string(graph.memory_limit) + '\n' + bare.base_dir + '\n' +
+                    SerializeGraph(bare);
   if (!session_ || key != session_key_) {
     session_ = std::make_shared<const Session>(graph);
     session_key_ = std::move(key);

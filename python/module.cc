@@ -16,6 +16,7 @@
 #include "blocks/basic/basic_ops.h"
 #include "blocks/register_blocks.h"
 #include "core/graph.h"
+#include "core/limits.h"
 #include "core/scope.h"
 #include "core/session.h"
 #include "python/arrays.h"
@@ -182,11 +183,30 @@ class PyScope {
   Scope root_ = Scope::NewRootScope();
 };
 
+// Session's memory_limit: None (half of memory), bytes, or a string such as "512M" or "2G".
+uint64_t MemoryLimitArg(const py::object& value) {
+  if (value.is_none()) return 0;
+  if (py::isinstance<py::str>(value)) {
+    Expected<uint64_t> bytes = ParseByteSize(value.cast<std::string>());
+    if (!bytes.ok()) throw py::value_error("memory_limit: " + bytes.status().message());
+    return *bytes;
+  }
+  if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
+    const long long bytes = value.cast<long long>();
+    if (bytes <= 0) throw py::value_error("memory_limit must be more than zero bytes");
+    return static_cast<uint64_t>(bytes);
+  }
+  throw py::type_error("memory_limit must be None, a number of bytes or a string such as '2G'");
+}
+
 // blockflow.Session: one C++ Session (so its prepared plans and Const file cache are reused).
 class PySession {
  public:
-  PySession(const Graph& graph, std::optional<int> threads) : threads_(threads.value_or(0)) {
+  PySession(const Graph& given, std::optional<int> threads, const py::object& memory_limit)
+      : threads_(threads.value_or(0)) {
     if (threads_ < 0) throw py::value_error("threads must be positive (None: every core)");
+    Graph graph = given;
+    graph.memory_limit = MemoryLimitArg(memory_limit);
     const GraphAnalysis analysis = AnalyzeGraph(graph);
     if (!analysis.ok()) Raise(ErrorKind::kInvalidGraph, IssuesText(analysis, graph.source_path));
     outputs_per_node_.reserve(analysis.nodes.size());
@@ -499,15 +519,20 @@ PYBIND11_MODULE(_core, m) {
           "graph", [](const PyScope& s) { return s.graph(); }, "A copy of the graph built so far.");
 
   py::class_<PySession>(m, "Session",
-                        "Runs a graph: Session(graph, threads=None).run(fetches, feeds).")
-      .def(py::init<const Graph&, std::optional<int>>(), py::arg("graph"),
-           py::arg("threads") = py::none(),
+                        "Runs a graph: Session(graph, threads=None, memory_limit=None)"
+                        ".run(fetches, feeds).")
+      .def(py::init<const Graph&, std::optional<int>, const py::object&>(), py::arg("graph"),
+           py::arg("threads") = py::none(), py::arg("memory_limit") = py::none(),
            "Raises InvalidGraph (every problem) when the graph is not valid. threads: the "
-           "threads each block uses (None: every core).")
-      .def(py::init([](const PyScope& scope, std::optional<int> threads) {
-             return PySession(scope.graph(), threads);
+           "threads each block uses (None: every core). memory_limit: bytes, or a string such "
+           "as '512M' or '2G' (None: half of this machine's memory); a graph or feed whose "
+           "tensors need more is refused before anything is allocated.")
+      .def(py::init([](const PyScope& scope, std::optional<int> threads,
+                       const py::object& memory_limit) {
+             return PySession(scope.graph(), threads, memory_limit);
            }),
-           py::arg("graph"), py::arg("threads") = py::none(), "A GraphBuilder's graph.")
+           py::arg("graph"), py::arg("threads") = py::none(), py::arg("memory_limit") = py::none(),
+           "A GraphBuilder's graph.")
       .def(
           "run",
           [](const PySession& s, py::handle fetches, py::handle feeds) {

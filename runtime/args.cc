@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/graph.h"
+#include "core/limits.h"
 #include "core/text.h"
 
 namespace blockflow::cli {
@@ -11,8 +12,11 @@ namespace {
 // Parses `args` with the shared flags plus `more`, filling what `run` and `bench` share.
 Expected<ParsedArgs> ParseGraphArgs(const std::vector<std::string>& args,
                                     const std::vector<FlagSpec>& more, GraphArgs* out) {
-  std::vector<FlagSpec> specs = {
-      {"--feed", true, true}, {"--threads", true}, {"--reference"}, {"--allow-outside-files"}};
+  std::vector<FlagSpec> specs = {{"--feed", true, true},
+                                 {"--threads", true},
+                                 {"--reference"},
+                                 {"--allow-outside-files"},
+                                 {"--memory-limit", true}};
   specs.insert(specs.end(), more.begin(), more.end());
   ASSIGN_OR_RETURN(ParsedArgs p, ParseFlags(args, specs));
   out->help = p.help;
@@ -30,6 +34,9 @@ Expected<ParsedArgs> ParseGraphArgs(const std::vector<std::string>& args,
   }
   out->reference = p.Has("--reference");
   out->allow_outside_files = p.Has("--allow-outside-files");
+  if (auto m = p.Last("--memory-limit")) {
+    ASSIGN_OR_RETURN(out->memory_limit, ParseMemoryLimitFlag(*m));
+  }
   return p;
 }
 
@@ -108,6 +115,12 @@ Expected<std::pair<std::string, std::string>> ParseFeedFlag(const std::string& t
     return InvalidArgument("--feed '" + text + "': expected ID=FILE.npy");
   }
   return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+Expected<uint64_t> ParseMemoryLimitFlag(const std::string& text) {
+  Expected<uint64_t> bytes = ParseByteSize(text);
+  if (!bytes.ok()) return bytes.status().WithPrefix("--memory-limit: ");
+  return bytes;
 }
 
 Expected<int> ParseIntFlag(const std::string& flag, const std::string& text, int min) {

@@ -45,6 +45,8 @@ Expected<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
 Expected<std::pair<std::string, std::string>> ParseFeedFlag(const std::string& text);
 /// A positive integer flag value (`--threads 4`); `min` is the least allowed value.
 Expected<int> ParseIntFlag(const std::string& flag, const std::string& text, int min);
+/// `--memory-limit BYTES` (suffixes K, M, G); a usage error naming the flag otherwise.
+Expected<uint64_t> ParseMemoryLimitFlag(const std::string& text);
 
 /// What `run` and `bench` share: the graph, its feeds and how kernels run.
 struct GraphArgs {
@@ -54,6 +56,7 @@ struct GraphArgs {
   int threads = 0;
   bool reference = false;
   bool allow_outside_files = false;  // the graph may name files outside its folder
+  uint64_t memory_limit = 0;         // --memory-limit in bytes; 0: the default (core/limits.h)
 };
 
 /// `--shard NAME[:AXIS]`: Placeholder NAME's batch is split along AXIS over the processes.

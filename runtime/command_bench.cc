@@ -188,7 +188,8 @@ int CommandBench(const std::vector<std::string>& args, std::ostream& out, std::o
   if (auto rc = HelpOrUsageError("bench", parsed, out, err)) return *rc;
   const BenchArgs& a = *parsed;
   const RunOptions options = RunOptionsFor(a);
-  std::optional<Prepared> p = Prepare(a.graph, a.feeds, {}, err, a.allow_outside_files);
+  std::optional<Prepared> p =
+      Prepare(a.graph, a.feeds, {}, err, a.allow_outside_files, a.memory_limit);
   if (!p) return kExitFailure;
 
   // One full run gives every executed node's outputs, hence every node's inputs.

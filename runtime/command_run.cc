@@ -71,7 +71,8 @@ int CommandRun(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
 
   // The cancel flag is not reset here: a Ctrl-C while the graph and feeds load counts.
-  std::optional<Prepared> p = Prepare(a.graph, a.feeds, a.fetches, err, a.allow_outside_files);
+  std::optional<Prepared> p =
+      Prepare(a.graph, a.feeds, a.fetches, err, a.allow_outside_files, a.memory_limit);
   if (!p) return kExitFailure;
   if (p->fetches.empty()) {
     // A valid graph with no outputs (empty, or only NoOps): nothing to compute is not an error.

@@ -26,11 +26,17 @@ std::string ValueText(const std::shared_ptr<const Tensor>& value) {
 }  // namespace
 
 int CommandValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  Expected<ParsedArgs> p = ParseFlags(args, {{"--allow-outside-files"}});
+  Expected<ParsedArgs> p = ParseFlags(args, {{"--allow-outside-files"}, {"--memory-limit", true}});
   if (auto rc = HelpOrUsageError("validate", p, out, err)) return *rc;
   if (p->positional.size() != 1) {
     return UsageError(err, "validate",
                       p->positional.empty() ? "missing GRAPH.json" : "expected one GRAPH.json");
+  }
+  uint64_t memory_limit = 0;
+  if (auto m = p->Last("--memory-limit")) {
+    Expected<uint64_t> bytes = ParseMemoryLimitFlag(*m);
+    if (!bytes.ok()) return UsageError(err, "validate", bytes.status().message());
+    memory_limit = *bytes;
   }
   const std::string path = p->positional[0];
   Expected<Graph> g = LoadGraphFile(path);
@@ -39,6 +45,7 @@ int CommandValidate(const std::vector<std::string>& args, std::ostream& out, std
     return kExitFailure;
   }
   g->allow_outside_files = p->Has("--allow-outside-files");
+  g->memory_limit = memory_limit;
   GraphAnalysis a = AnalyzeGraph(*g, OpRegistry::Global());
   Table table({"node", "op", "port", "dtype", "shape", "value"});
   const auto& nodes = g->nodes();

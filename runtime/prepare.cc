@@ -66,13 +66,14 @@ bool RunsKernel(const Prepared& p, size_t index) {
 std::optional<Prepared> Prepare(const std::string& path,
                                 const std::vector<std::pair<std::string, std::string>>& feed_files,
                                 const std::vector<std::string>& fetches, std::ostream& err,
-                                bool allow_outside_files) {
+                                bool allow_outside_files, uint64_t memory_limit) {
   Expected<Graph> g = LoadGraphFile(path);
   if (!g.ok()) {
     PrintError(err, path, g.status().message());
     return std::nullopt;
   }
   g->allow_outside_files = allow_outside_files;
+  g->memory_limit = memory_limit;
   return Prepare(std::move(g).value(), path, feed_files, fetches, err);
 }
 

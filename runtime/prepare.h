@@ -51,7 +51,7 @@ bool RunsKernel(const Prepared& p, size_t index);
 std::optional<Prepared> Prepare(const std::string& path,
                                 const std::vector<std::pair<std::string, std::string>>& feed_files,
                                 const std::vector<std::string>& fetches, std::ostream& err,
-                                bool allow_outside_files = false);
+                                bool allow_outside_files = false, uint64_t memory_limit = 0);
 /// As above, for a graph already loaded from `path`.
 std::optional<Prepared> Prepare(Graph graph, const std::string& path,
                                 const std::vector<std::pair<std::string, std::string>>& feed_files,

@@ -18,7 +18,7 @@ const std::map<std::string, CommandHelp>& Helps() {
       {"run",
        {"usage: blockflow run GRAPH.json [--feed ID=FILE.npy]... [--fetch ID[:K]]... [--out DIR]\n"
         "                     [--threads N] [--profile] [--trace FILE.json] [--reference]\n"
-        "                     [--allow-outside-files]\n"
+        "                     [--allow-outside-files] [--memory-limit BYTES]\n"
         "       mpirun -n P blockflow run GRAPH.json --shard ID[:AXIS]... --feed ID=FILE.npy...\n"
         "                     [--combine ID[:K]=gather|sum|first]... [--deterministic] [...]\n",
         "Runs the graph and prints each fetched tensor's dtype, shape, min, max and mean.\n"
@@ -37,6 +37,11 @@ const std::map<std::string, CommandHelp>& Helps() {
         "  --allow-outside-files\n"
         "                      let the graph name files outside its folder (absolute paths,\n"
         "                      '..', links out); refused by default, as graphs get shared\n"
+        "  --memory-limit BYTES\n"
+        "                      refuse, before anything is allocated, a graph or feed whose\n"
+        "                      tensors (any one, or those alive at once) need more than BYTES\n"
+        "                      (suffixes K, M, G: 512M, 2G); default: half of this machine's\n"
+        "                      memory\n"
         "Ctrl-C stops the run cleanly (exit 130) and writes nothing.\n"
         "\n"
         "Under MPI (a build with BLOCKFLOW_MPI=ON), one graph over a batch split over processes:\n"
@@ -55,14 +60,20 @@ const std::map<std::string, CommandHelp>& Helps() {
         "reported once and fails them all, with nothing written. --profile and --trace are\n"
         "not available with --shard.\n"}},
       {"validate",
-       {"usage: blockflow validate GRAPH.json [--allow-outside-files]\n",
+       {"usage: blockflow validate GRAPH.json [--allow-outside-files] [--memory-limit BYTES]\n",
         "Infers every output's dtype and shape and prints them; lists every error (exit 1).\n"
         "  --allow-outside-files\n"
         "                      let the graph name files outside its folder (absolute paths,\n"
-        "                      '..', links out); refused by default, as graphs get shared\n"}},
+        "                      '..', links out); refused by default, as graphs get shared\n"
+        "  --memory-limit BYTES\n"
+        "                      refuse, before anything is allocated, a graph or feed whose\n"
+        "                      tensors (any one, or those alive at once) need more than BYTES\n"
+        "                      (suffixes K, M, G: 512M, 2G); default: half of this machine's\n"
+        "                      memory\n"}},
       {"bench",
        {"usage: blockflow bench GRAPH.json [--feed ID=FILE.npy]... [--warmup K] [--repeat N]\n"
-        "                       [--threads N] [--reference] [--json] [--allow-outside-files]\n",
+        "                       [--threads N] [--reference] [--json] [--allow-outside-files]\n"
+        "                       [--memory-limit BYTES]\n",
         "Measures the steady state, after K warm-up runs with the buffer pool warm: the whole\n"
         "graph's run time (median of N runs), its peak memory and minor page faults per run;\n"
         "then each block's kernel alone with its inputs ready, and the memory it adds at its\n"
@@ -76,6 +87,11 @@ const std::map<std::string, CommandHelp>& Helps() {
         "  --allow-outside-files\n"
         "                      let the graph name files outside its folder (absolute paths,\n"
         "                      '..', links out); refused by default, as graphs get shared\n"
+        "  --memory-limit BYTES\n"
+        "                      refuse, before anything is allocated, a graph or feed whose\n"
+        "                      tensors (any one, or those alive at once) need more than BYTES\n"
+        "                      (suffixes K, M, G: 512M, 2G); default: half of this machine's\n"
+        "                      memory\n"
         "  --json              print {\"nodes\": [{\"id\", \"op\", \"ms_min\", \"ms_median\",\n"
         "                      \"ms_max\", \"peak_bytes\"}...], \"total_ms_median\",\n"
         "                      \"run_ms_median\", \"peak_bytes\", \"minor_faults_per_run\"}\n"

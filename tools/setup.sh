@@ -13,8 +13,9 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config nlohmann-json3-dev libprotobuf-dev protobuf-compiler)
 rest=(libgtest-dev libgmock-dev libbenchmark-dev qt6-base-dev libgl-dev fonts-dejavu-core python3-numpy
       pybind11-dev python3-pybind11 python3-pytest python3-dev
-      libgraphviz-dev              # the editor's View > Arrange (dot); optional
-      libopenmpi-dev openmpi-bin)  # the last two: `blockflow run --shard` (BLOCKFLOW_MPI)
+      libgraphviz-dev             # the editor's View > Arrange (dot); optional
+      libopenmpi-dev openmpi-bin  # these two: `blockflow run --shard` (BLOCKFLOW_MPI)
+      libdnnl-dev)  # oneDNN, for the bf_vs_onednn benchmark only (never linked into blockflow)
 # `setup.sh blockflow` installs and configures only what the program needs (the first result
 # comes sooner); any other call sets up everything.
 program_only=OFF

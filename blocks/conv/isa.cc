@@ -1,5 +1,9 @@
 #include "blocks/conv/isa.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -50,6 +54,34 @@ void SetIsaForTesting(Isa isa) {
   const int clamped = std::min(static_cast<int>(isa), static_cast<int>(SupportedIsa()));
   ActiveIsaStore().store(clamped, std::memory_order_relaxed);
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+BF_TARGET_AVX2 void Transpose8x8Avx2(const float* src, int64_t src_stride, float* dst,
+                                     int64_t dst_stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
+  // Pairs of rows interleaved, then pairs of pairs, then the 128-bit halves swapped across.
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#else
+void Transpose8x8Avx2(const float* src, int64_t src_stride, float* dst, int64_t dst_stride) {
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) dst[j * dst_stride + i] = src[i * src_stride + j];
+}
+#endif
 
 const char* IsaName(Isa isa) {
   switch (isa) {

@@ -34,6 +34,10 @@ void SetIsaForTesting(Isa isa);
 /// "base", "avx2", "avx512".
 const char* IsaName(Isa isa);
 
+/// dst[j * dst_stride + i] = src[i * src_stride + j] for i, j < 8, in AVX registers. Only for
+/// ActiveIsa() of at least kAvx2.
+void Transpose8x8Avx2(const float* src, int64_t src_stride, float* dst, int64_t dst_stride);
+
 /// 64-byte generic vectors: one zmm with AVX-512, two ymm with AVX2, four xmm otherwise.
 typedef float VecF __attribute__((vector_size(64)));
 typedef double VecD __attribute__((vector_size(64)));

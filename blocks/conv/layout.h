@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "blocks/conv/conv_geometry.h"
+#include "blocks/conv/isa.h"
 #include "core/tensor.h"
 
 namespace blockflow::conv::internal {
@@ -31,8 +33,8 @@ struct AlignedAllocator {
   template <typename U>
   AlignedAllocator(const AlignedAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
   C* allocate(size_t n) { return static_cast<C*>(::operator new(n * sizeof(C), kAlignment)); }
-  // The unsized form: clang 14 does not declare sized deallocation by default.
-  void deallocate(C* p, size_t) { ::operator delete(p, kAlignment); }
+  // Unsized: the sized aligned form needs -fsized-deallocation under clang (and clang-tidy).
+  void deallocate(C* p, size_t /*n*/) { ::operator delete(p, kAlignment); }
   template <typename U>
   bool operator==(const AlignedAllocator<U>&) const {
     return true;
@@ -44,6 +46,51 @@ struct AlignedAllocator {
 /// lands (and so the speed of a kernel) would depend on the heap's state.
 template <typename C>
 using WorkBuffer = std::vector<C, AlignedAllocator<C>>;
+
+/// A work buffer kept between a thread's kernel calls, so that repeated calls reuse memory
+/// already paged in instead of faulting in (and zeroing) fresh pages every time; the TF-layout
+/// transpositions and the filter-gradient partial sums are as large as the activations. Each
+/// calling thread has kReusedSlots buffers per compute type: a Reused<C> takes `slot`'s buffer
+/// on construction and gives it back on destruction, freeing it instead when it holds more than
+/// kReusedKeepBytes (the bound on what stays allocated between calls). A nested use of a slot
+/// simply finds it empty.
+inline constexpr int kReusedSlots = 6;
+inline constexpr size_t kReusedKeepBytes = size_t{16} << 20;
+template <typename C>
+class Reused {
+ public:
+  explicit Reused(int slot) : slot_(slot), buf_(std::move(Pool()[slot])) { Pool()[slot].clear(); }
+  ~Reused() {
+    if (buf_.capacity() * sizeof(C) <= kReusedKeepBytes) Pool()[slot_] = std::move(buf_);
+  }
+  Reused(const Reused&) = delete;
+  Reused& operator=(const Reused&) = delete;
+
+  WorkBuffer<C>* get() { return &buf_; }
+  WorkBuffer<C>& operator*() { return buf_; }
+  WorkBuffer<C>* operator->() { return &buf_; }
+  C* data() { return buf_.data(); }
+  const C* data() const { return buf_.data(); }
+  C& operator[](size_t i) { return buf_[i]; }
+  const C& operator[](size_t i) const { return buf_[i]; }
+
+ private:
+  static WorkBuffer<C>* Pool() {
+    thread_local WorkBuffer<C> pool[kReusedSlots];
+    return pool;
+  }
+  int slot_;
+  WorkBuffer<C> buf_;
+};
+/// The slots of Reused buffers, one per role in a kernel call.
+enum ReusedSlot : int {
+  kSlotInput = 0,
+  kSlotOutBackprop,
+  kSlotFilter,
+  kSlotResult,
+  kSlotPartialSums,
+  kSlotPackedFilter
+};
 
 /// Widens one stored element to the compute type (exact).
 template <typename C, typename T>
@@ -64,6 +111,40 @@ inline int64_t ActIndex(DataFormat format, int64_t h_size, int64_t w_size, int64
                                      : ((n * c_size + c) * h_size + y) * w_size + x;
 }
 
+/// dst[b, j, i] = convert(src[b, i, j]) for b < n, i < rows, j < cols: n matrices transposed
+/// in 16 x 64 blocks, so that both sides are read and written a cache line at a time (NCHW to
+/// NHWC is rows = C, cols = H*W; back is the other way round). Blocks in parallel.
+template <typename S, typename D, typename Convert>
+void TransposeBlocks(const S* src, D* dst, int64_t n, int64_t rows, int64_t cols, int num_threads,
+                     const Convert& convert) {
+  constexpr int64_t kRows = 16, kCols = 64;
+  const int64_t row_blocks = (rows + kRows - 1) / kRows, col_blocks = (cols + kCols - 1) / kCols;
+  const int64_t blocks = n * row_blocks * col_blocks;
+  const bool fast = ActiveIsa() != Isa::kBase;
+#pragma omp parallel for num_threads(ThreadsFor(num_threads, n* rows* cols, 1 << 16)) \
+    schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t b = blk / (row_blocks * col_blocks), rem = blk % (row_blocks * col_blocks);
+    const int64_t i0 = rem / col_blocks * kRows, j0 = rem % col_blocks * kCols;
+    const int64_t i1 = std::min(rows, i0 + kRows), j1 = std::min(cols, j0 + kCols);
+    const S* s = src + b * rows * cols;
+    D* d = dst + b * rows * cols;
+    int64_t i8 = i0, j8 = j0;  // with AVX: [i0, i8) x [j0, j8) in 8 x 8 register transposes
+    if constexpr (std::is_same_v<S, float> && std::is_same_v<D, float>) {
+      if (fast) {
+        i8 = i0 + (i1 - i0) / 8 * 8;
+        j8 = j0 + (j1 - j0) / 8 * 8;
+        for (int64_t i = i0; i < i8; i += 8)
+          for (int64_t j = j0; j < j8; j += 8)
+            Transpose8x8Avx2(s + i * cols + j, cols, d + j * rows + i, rows);
+      }
+    }
+    // The rest, element by element: columns [j8, j1) of every row, rows [i8, i1) of the others.
+    for (int64_t j = j0; j < j1; ++j)
+      for (int64_t i = j < j8 ? i8 : i0; i < i1; ++i) d[j * rows + i] = convert(s[i * cols + j]);
+  }
+}
+
 /// The elements of `t` (shape n,h,w,c in `format` order) as NHWC values of type C. Returns the
 /// tensor's own memory when no conversion is needed, else fills `buf`.
 template <typename T, typename C>
@@ -81,15 +162,7 @@ const C* ToNHWC(const Tensor& t, DataFormat format, int64_t n, int64_t h, int64_
     for (int64_t i = 0; i < total; ++i) dst[i] = Widen<C>(src[i]);
     return dst;
   }
-  // NCHW -> NHWC: one (n, y) row of the output per iteration.
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, n* h, 16)) schedule(static)
-  for (int64_t r = 0; r < n * h; ++r) {
-    const int64_t b = r / h, y = r % h;
-    for (int64_t x = 0; x < w; ++x) {
-      C* d = dst + ((b * h + y) * w + x) * c;
-      for (int64_t ch = 0; ch < c; ++ch) d[ch] = Widen<C>(src[((b * c + ch) * h + y) * w + x]);
-    }
-  }
+  TransposeBlocks(src, dst, n, c, h * w, num_threads, [](T v) { return Widen<C>(v); });
   return dst;
 }
 
@@ -127,15 +200,7 @@ void StoreNHWC(const C* src, Tensor* out, DataFormat format, int64_t n, int64_t 
     for (int64_t i = 0; i < total; ++i) dst[i] = static_cast<T>(src[i]);
     return;
   }
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, n* h, 16)) schedule(static)
-  for (int64_t r = 0; r < n * h; ++r) {
-    const int64_t b = r / h, y = r % h;
-    for (int64_t x = 0; x < w; ++x) {
-      const C* s = src + ((b * h + y) * w + x) * c;
-      for (int64_t ch = 0; ch < c; ++ch)
-        dst[((b * c + ch) * h + y) * w + x] = static_cast<T>(s[ch]);
-    }
-  }
+  TransposeBlocks(src, dst, n, h * w, c, num_threads, [](C v) { return static_cast<T>(v); });
 }
 
 }  // namespace blockflow::conv::internal

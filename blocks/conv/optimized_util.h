@@ -31,17 +31,18 @@ class Operands {
 
   /// The input x, [batch, in_h, in_w, in_depth].
   const C* Input(const Tensor& x) {
-    return ToNHWC<T, C>(x, format_, g_.batch, g_.in_h, g_.in_w, g_.in_depth, &x_, num_threads_);
+    return ToNHWC<T, C>(x, format_, g_.batch, g_.in_h, g_.in_w, g_.in_depth, x_.get(),
+                        num_threads_);
   }
   /// The output gradient dy, [batch, out_h, out_w, out_depth].
   const C* OutBackprop(const Tensor& dy) {
-    return ToNHWC<T, C>(dy, format_, g_.batch, g_.out_h, g_.out_w, g_.out_depth, &dy_,
+    return ToNHWC<T, C>(dy, format_, g_.batch, g_.out_h, g_.out_w, g_.out_depth, dy_.get(),
                         num_threads_);
   }
   /// The filter, HWIO as given.
-  const C* Filter(const Tensor& w) { return ToCompute<T, C>(w, &w_); }
+  const C* Filter(const Tensor& w) { return ToCompute<T, C>(w, w_.get()); }
   /// Where to compute the NHWC result (output or input gradient): `out` itself when it can be.
-  C* Result(Tensor* out) { return OutputBuffer<T, C>(out, format_, &result_); }
+  C* Result(Tensor* out) { return OutputBuffer<T, C>(out, format_, result_.get()); }
   /// Stores a forward output computed at `y`, [batch, out_h, out_w, out_depth].
   void StoreOutput(const C* y, Tensor* out) const {
     StoreNHWC<T, C>(y, out, format_, g_.batch, g_.out_h, g_.out_w, g_.out_depth, num_threads_);
@@ -55,7 +56,7 @@ class Operands {
   DataFormat format_;
   const ConvGeometry& g_;
   int num_threads_;
-  WorkBuffer<C> x_, dy_, w_, result_;
+  Reused<C> x_{kSlotInput}, dy_{kSlotOutBackprop}, w_{kSlotFilter}, result_{kSlotResult};
 };
 
 /// Runs `row(r, thread)` for every r in [0, rows) on `nt` threads, statically scheduled, and
@@ -124,7 +125,8 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
   // row kernels' vector read-modify-writes of it never straddle two lines.
   constexpr int64_t kLine = 64 / sizeof(C);
   const int64_t stride = (size + kLine - 1) / kLine * kLine;
-  WorkBuffer<C> partial(static_cast<size_t>(nt * stride), C{0});
+  Reused<C> partial(kSlotPartialSums);
+  partial->assign(static_cast<size_t>(nt * stride), C{0});
 #pragma omp parallel num_threads(nt)
   {
     C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * stride;

@@ -209,6 +209,7 @@ int RunSharded(const RunArgs& a, Communicator& comm, std::ostream& out, std::ost
       return step.Fail();
     }
     g->allow_outside_files = a.allow_outside_files;
+    g->memory_limit = a.memory_limit;
     Expected<ShardPlan> planned = PlanShards(a, rank, comm.size(), &*g);
     if (!planned.ok()) {
       PrintError(problems, a.graph, planned.status().message());

@@ -46,6 +46,7 @@ struct ImportOptions {
   bool cut_unsupported = false;      // cut every tensor that an op blockflow lacks produces
   bool ignore_unused_feeds = false;  // a --feed no kept node reads is no error
   size_t detail_lines = 20;          // per-node lines in the summary of a failed import; 0: all
+  uint64_t memory_limit = 0;         // largest Const value decoded (core/limits.h; 0: default)
 };
 
 /// An imported graph plus the Const .npy files it refers to.

@@ -71,7 +71,8 @@ Expected<json> ConstAttrs(const pb::NodeDef& n, const ImportOptions& options,
   if (v == n.attr().end() || v->second.value_case() != pb::AttrValue::kTensor) {
     return InvalidArgument(Who(n) + "has no tensor 'value' attr");
   }
-  ASSIGN_OR_RETURN(Tensor t, TensorFromProto(v->second.tensor(), Who(n) + "attr 'value'"));
+  ASSIGN_OR_RETURN(
+      Tensor t, TensorFromProto(v->second.tensor(), Who(n) + "attr 'value'", options.memory_limit));
   json attrs = json::object();
   attrs["dtype"] = std::string(DTypeName(t.dtype()));
   if (t.num_elements() <= options.inline_limit) {

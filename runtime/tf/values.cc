@@ -6,6 +6,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/limits.h"
+
 namespace blockflow::tfimport {
 namespace {
 
@@ -96,7 +98,8 @@ nlohmann::json DimsJson(const std::vector<int64_t>& dims) {
   return a;
 }
 
-Expected<Tensor> TensorFromProto(const pb::TensorProto& tp, const std::string& what) {
+Expected<Tensor> TensorFromProto(const pb::TensorProto& tp, const std::string& what,
+                                 uint64_t memory_limit) {
   ASSIGN_OR_RETURN(DType dtype, ToDType(tp.dtype(), what));
   std::optional<std::vector<int64_t>> dims = ShapeDims(tp.tensor_shape());
   if (!dims) return InvalidArgument(what + ": a constant tensor needs a known shape");
@@ -111,6 +114,7 @@ Expected<Tensor> TensorFromProto(const pb::TensorProto& tp, const std::string& w
     }
     bytes *= d;
   }
+  RETURN_IF_ERROR(CheckTensorFits(what, dtype, Shape(*dims), memory_limit));
   Tensor t(dtype, Shape(*dims));
   const std::string& content = tp.tensor_content();
   if (!content.empty()) {

@@ -26,8 +26,10 @@ std::optional<std::vector<int64_t>> ShapeDims(const pb::TensorShapeProto& shape)
 /// Dims as a JSON array.
 nlohmann::json DimsJson(const std::vector<int64_t>& dims);
 /// A constant tensor: from tensor_content, or from the typed value list (missing trailing values
-/// repeat the last one, an empty list means zeros). Bounded to 2 GiB.
-Expected<Tensor> TensorFromProto(const pb::TensorProto& proto, const std::string& what);
+/// repeat the last one, an empty list means zeros). Bounded to 2 GiB and to the memory limit
+/// (`memory_limit` 0: the default), checked before anything is allocated.
+Expected<Tensor> TensorFromProto(const pb::TensorProto& proto, const std::string& what,
+                                 uint64_t memory_limit = 0);
 /// One attr value in graph JSON form (list(int) → ints, string → string, type → dtype name,
 /// shape → list).
 Expected<nlohmann::json> AttrToJson(const pb::AttrValue& value, const std::string& what);

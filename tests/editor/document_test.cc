@@ -187,7 +187,7 @@ TEST(GraphDocument, SaveThenLoadGivesTheSameFile) {
   EXPECT_EQ(Text(again), Text(doc));
   ASSERT_TRUE(again.Save(second).ok());
   EXPECT_EQ(ReadAll(first), ReadAll(second));
-  // The feed path was rebased to the new folder, still naming the same file.
+  // The feed file was copied beside the new file (a graph's files lie in its folder).
   const Node* x = again.graph().FindNode("x");
   const std::string feed = x->ui["feed"].get<std::string>();
   EXPECT_TRUE(QFile::exists(QString::fromStdString(ResolveGraphPath(again.graph(), feed)))) << feed;
@@ -214,26 +214,74 @@ TEST(GraphDocument, MissingPositionsAreLaidOutInLayers) {
   EXPECT_LT(p1->x(), p2->x());
 }
 
-TEST(GraphDocument, SaveToABareFileNameThenSaveAsElsewhereRebasesFiles) {
+// Save As into another folder keeps the graph's files inside its folder: a file the new
+// folder does not contain is copied along under the same name, a file it contains is renamed.
+struct SaveAsFolder {
   QTemporaryDir dir;
-  ASSERT_TRUE(dir.isValid());
   struct RestoreCwd {
     QString path = QDir::currentPath();
     ~RestoreCwd() { QDir::setCurrent(path); }
   } restore;
-  ASSERT_TRUE(QDir::setCurrent(dir.path()));
-  ASSERT_TRUE(WriteNpy("w.npy", Tensor::FromVector<float>({1, 2})).ok());
   GraphDocument doc;
-  doc.Reset(GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
-    {"id": "w", "op": "Const", "attrs": {"dtype": "float32", "file": "w.npy"}}]})"));
-  Status st = doc.Save("g.json");
+  SaveAsFolder() {
+    EXPECT_TRUE(dir.isValid());
+    EXPECT_TRUE(QDir::setCurrent(dir.path()));
+    EXPECT_TRUE(QDir().mkpath("a/data"));
+    EXPECT_TRUE(QDir().mkpath("b"));
+    EXPECT_TRUE(WriteNpy("a/data/w.npy", Tensor::FromVector<float>({1, 2})).ok());
+    doc.Reset(GraphFromJson(R"({"format": "blockflow.graph", "version": 1, "nodes": [
+      {"id": "w", "op": "Const", "attrs": {"dtype": "float32", "file": "data/w.npy"}}]})"));
+    const Status st = doc.Save("a/g.json");
+    EXPECT_TRUE(st.ok()) << st.message();
+  }
+  std::string File() const { return doc.graph().FindNode("w")->attrs["file"].get<std::string>(); }
+};
+
+TEST(GraphDocument, SaveAsIntoAnotherFolderCopiesTheFilesAlong) {
+  SaveAsFolder f;
+  const Status st = f.doc.Save("b/g.json");
   ASSERT_TRUE(st.ok()) << st.message();
-  ASSERT_TRUE(QDir().mkdir("sub"));
-  st = doc.Save("sub/g.json");
+  EXPECT_EQ(f.File(), "data/w.npy");
+  Expected<Tensor> copied = ReadNpy("b/data/w.npy");
+  ASSERT_TRUE(copied.ok()) << copied.status().message();
+  EXPECT_TRUE(copied->BitwiseEquals(Tensor::FromVector<float>({1, 2})));
+  EXPECT_TRUE(f.doc.analysis().ok());
+  // A second Save As to the same place finds the same bytes there: no error, no change.
+  EXPECT_TRUE(f.doc.Save("b/g2.json").ok());
+}
+
+TEST(GraphDocument, SaveAsIntoAParentFolderRenamesInsteadOfCopying) {
+  SaveAsFolder f;
+  const Status st = f.doc.Save("g.json");
   ASSERT_TRUE(st.ok()) << st.message();
-  const std::string file = doc.graph().FindNode("w")->attrs["file"].get<std::string>();
-  EXPECT_EQ(file, "../w.npy");
-  EXPECT_TRUE(QFile::exists(QString::fromStdString(ResolveGraphPath(doc.graph(), file))));
+  EXPECT_EQ(f.File(), "a/data/w.npy");
+  EXPECT_FALSE(QFile::exists("data/w.npy"));
+  EXPECT_TRUE(f.doc.analysis().ok());
+}
+
+TEST(GraphDocument, SaveAsWithOutsideFilesAllowedPointsBackInstead) {
+  SaveAsFolder f;
+  f.doc.SetAllowOutsideFiles(true);
+  const Status st = f.doc.Save("b/g.json");
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(f.File(), "../a/data/w.npy");
+  EXPECT_FALSE(QFile::exists("b/data/w.npy"));
+}
+
+TEST(GraphDocument, SaveAsNeverOverwritesADifferentFile) {
+  SaveAsFolder f;
+  ASSERT_TRUE(QDir().mkpath("b/data"));
+  ASSERT_TRUE(WriteNpy("b/data/w.npy", Tensor::FromVector<float>({7})).ok());
+  const Status st = f.doc.Save("b/g.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("exists and is a different file (not overwritten)"),
+            std::string::npos)
+      << st.message();
+  EXPECT_FALSE(QFile::exists("b/g.json"));  // nothing saved
+  Expected<Tensor> kept = ReadNpy("b/data/w.npy");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->BitwiseEquals(Tensor::FromVector<float>({7})));
+  EXPECT_EQ(f.doc.file_path(), "a/g.json");  // still the old file
 }
 
 TEST(GraphDocument, PasteClashingIds) {

@@ -97,7 +97,8 @@ def test_invalid_fetches(tmp_path):
 
 
 def test_kernel_error_has_the_cli_text(tmp_path, binary):
-    # Fill's output size is known only once `dims` is fed; its kernel cannot allocate it.
+    # Fill's output size is known only once `dims` is fed; its kernel cannot allocate it. (The
+    # memory limit would refuse it first, at analysis; raised past the size, the kernel fails.)
     path = write_graph(tmp_path / "fill.json", [
         {"id": "d", "op": "Placeholder", "attrs": {"dtype": "int32", "shape": [3]}},
         {"id": "v", "op": "Const", "attrs": {"dtype": "float32", "shape": [], "value": 1}},
@@ -105,10 +106,12 @@ def test_kernel_error_has_the_cli_text(tmp_path, binary):
     ])
     dims = np.array([100000, 100000, 1000], np.int32)
     np.save(tmp_path / "d.npy", dims)
-    session = blockflow.Session(blockflow.Graph.load(str(path)))
+    session = blockflow.Session(blockflow.Graph.load(str(path)), memory_limit="100000G")
     with pytest.raises(blockflow.KernelError) as e:
         session.run("f", {"d": dims})
-    assert str(e.value) == cli_errors(binary, "run", path, "--feed", "d=%s" % (tmp_path / "d.npy"))
+    assert str(e.value) == cli_errors(
+        binary, "run", path, "--feed", "d=%s" % (tmp_path / "d.npy"), "--memory-limit", "100000G"
+    )
     assert "node 'f' (Fill): cannot allocate" in str(e.value)
 
 

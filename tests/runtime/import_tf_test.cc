@@ -120,6 +120,28 @@ TEST(ImportTfTest, ConstFilesStayInsideTheOutputFolder) {
 
 // A cut at an output whose dtype is not T (Shape: T is the input's dtype, out_type the
 // output's) gives a Placeholder of the output's dtype.
+// A few repeated values can describe a huge Const: its size is checked against the memory
+// limit before anything is allocated.
+TEST(ImportTfTest, ConstValuesAboveTheMemoryLimitAreRefusedBeforeAllocation) {
+  const std::string pbtxt = R"(node { name: "c" op: "Const"
+      attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT
+          tensor_shape { dim { size: 1024 } dim { size: 1024 } } float_val: 1 } } } })";
+  tfimport::ImportOptions options;
+  options.memory_limit = 1 << 20;
+  Expected<ImportResult> r = tfimport::ImportGraphDef(pbtxt, "t.pbtxt", GraphDefFormat::kText,
+                                                      options, OpRegistry::Global());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("node 'c' (Const): attr 'value' is float32[1024,1024] "
+                                      "(4.0 MiB), more than the memory limit of 1.0 MiB"),
+            std::string::npos)
+      << r.status().message();
+  options.memory_limit = 8 << 20;
+  EXPECT_TRUE(tfimport::ImportGraphDef(pbtxt, "t.pbtxt", GraphDefFormat::kText, options,
+                                       OpRegistry::Global())
+                  .ok());
+}
+
 TEST(ImportTfTest, FeedDtypeComesFromTheOutputTypeAttr) {
   Expected<ImportResult> r = ImportText(R"(
     node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }

@@ -293,5 +293,95 @@ TEST(EmptyTensors, ZerosOfTheRightShape) {
   }
 }
 
+// An NHWC tensor's elements in NCHW order (or back, with to_nchw false).
+Tensor Transposed(const Tensor& t, bool to_nchw) {
+  const Shape& s = t.shape();
+  const int64_t n = s.dim(0);
+  const int64_t h = to_nchw ? s.dim(1) : s.dim(2), w = to_nchw ? s.dim(2) : s.dim(3);
+  const int64_t c = to_nchw ? s.dim(3) : s.dim(1);
+  Tensor out(t.dtype(), to_nchw ? Shape{n, c, h, w} : Shape{n, h, w, c});
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const int64_t nhwc = ((b * h + y) * w + x) * c + ch,
+                        nchw = ((b * c + ch) * h + y) * w + x;
+          out.SetFromDouble(to_nchw ? nchw : nhwc, t.GetAsDouble(to_nchw ? nhwc : nchw));
+        }
+  return out;
+}
+
+// NCHW and NHWC are one problem: the optimized kernels give the same bits in either layout
+// (after transposing the activations), in float64 (and in float32, whose transpositions take
+// the AVX register path), at every ISA and thread count. Shapes with
+// vector tiles, channel remainders, strides, groups and a small-spatial, many-channel layer
+// (a detector's fc6 as a 3x3 VALID convolution, cut down).
+TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
+  struct Case {
+    bool depthwise;
+    const char* padding;
+    int64_t n, h, w, c, groups, cog, mult, fh, fw, sh, sw;
+  };
+  const Case cases[] = {
+      {false, "VALID", 5, 6, 6, 64, 1, 96, 1, 3, 3, 1, 1},
+      {false, "SAME", 2, 9, 13, 16, 1, 21, 1, 3, 3, 1, 1},
+      {false, "SAME", 2, 11, 10, 37, 1, 40, 1, 3, 2, 2, 3},
+      {false, "SAME", 2, 8, 9, 36, 2, 33, 1, 3, 3, 2, 1},
+      {false, "SAME", 1, 15, 15, 3, 1, 24, 1, 7, 7, 2, 2},
+      {false, "VALID", 3, 7, 7, 40, 1, 64, 1, 1, 1, 1, 1},
+      {true, "SAME", 2, 9, 11, 24, 1, 1, 2, 3, 3, 2, 1},
+      {true, "VALID", 2, 8, 8, 40, 1, 1, 1, 5, 5, 1, 1},
+  };
+  std::mt19937_64 rng(14);
+  int checked = 0;
+  for (const Case& k : cases) {
+    Problem p;
+    p.depthwise = k.depthwise;
+    p.padding = k.padding;
+    p.n = k.n;
+    p.h = k.h;
+    p.w = k.w;
+    p.c = k.c;
+    p.groups = k.groups;
+    p.cog = k.cog;
+    p.mult = k.mult;
+    p.fh = k.fh;
+    p.fw = k.fw;
+    p.sh = k.sh;
+    p.sw = k.sw;
+    Problem q = p;
+    q.format = "NCHW";
+    Expected<Resolved> rp = Resolve(p), rq = Resolve(q);
+    ASSERT_TRUE(rp.ok() && rq.ok()) << p.ToString();
+    for (DType dtype : {DType::kFloat64, DType::kFloat32}) {
+      const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
+      const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
+      const Tensor dy = RandomTensor(dtype, OutputShape(rp->attrs, rp->geometry), rng);
+      const Tensor x_nchw = Transposed(x, true), dy_nchw = Transposed(dy, true);
+      for (int op = 0; op < 3; ++op) {
+        for (int threads : {1, 2}) {
+          for (internal::Isa isa :
+               {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
+            internal::SetIsaForTesting(isa);
+            const std::string what = p.ToString() + " " + std::string(DTypeName(dtype)) + " op " +
+                                     std::to_string(op) + " threads " + std::to_string(threads) +
+                                     " isa " + internal::IsaName(internal::ActiveIsa());
+            Expected<Tensor> a = RunOp(KernelKind::kOptimized, op, *rp, x, w, dy, threads);
+            Expected<Tensor> b =
+                RunOp(KernelKind::kOptimized, op, *rq, x_nchw, w, dy_nchw, threads);
+            ASSERT_TRUE(a.ok() && b.ok()) << what;
+            // The filter gradient is HWIO in both layouts; activations come back transposed.
+            const Tensor b_nhwc = op == 2 ? std::move(*b) : Transposed(*b, false);
+            ASSERT_EQ(a->shape(), b_nhwc.shape()) << what;
+            EXPECT_TRUE(a->BitwiseEquals(b_nhwc)) << what;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 8 * 2 * 3 * 2 * 3);
+}
+
 }  // namespace
 }  // namespace blockflow::conv::testing

@@ -1,0 +1,523 @@
+// bf_vs_onednn: blockflow's optimized convolution kernels side by side with oneDNN on every
+// (shape, op) of the shape suite (bench/shapes.json), float32, in one run.
+//
+//   bf_vs_onednn [--shapes FILE] [--threads 1,2] [--rounds 5] [--min-time 0.3]
+//                [--filter REGEX] [--clock wall|cpu] [--json FILE]
+//   taskset -c 1 bf_vs_onednn --threads 1 --clock cpu --json vs_onednn.json
+//
+// For each (shape, op) and thread count three ways of computing the op are timed, interleaved
+// round by round (each round runs all three), and the median of the rounds is kept:
+//   bf        blockflow's kernel (RunConv, optimized) on TensorFlow-layout tensors (NHWC, HWIO);
+//   dnnl_blk  the oneDNN primitive alone, its operands already in the blocked layouts it prefers
+//             (format_tag::any), the reorders done before timing;
+//   dnnl_tf   the same primitive on TensorFlow-layout tensors: the reorders of its inputs from
+//             and of its output back to TF layouts are timed with it.
+// Every result is checked: oneDNN's output, in TF layout, must equal blockflow's within float32
+// tolerance, so that a wrongly set up primitive cannot flatter either side.
+// The machine's FMA peak is measured in the same program with the widest vectors the CPU has
+// (AVX-512, else AVX2), per thread count, and each blockflow figure is given as a share of it.
+// Ratios are blockflow time / oneDNN time: below 1 means blockflow is faster. `--clock cpu`
+// times process CPU time instead of wall time (meaningful at one thread on a busy machine).
+// oneDNN is used only here: it is never linked into the blockflow libraries.
+#include <immintrin.h>
+#include <omp.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bench/shape_suite.h"
+#include "blocks/conv/conv_kernels.h"
+#include "core/tensor.h"
+
+namespace blockflow::conv {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+struct Options {
+  std::string shapes = BF_BENCH_SHAPES;
+  std::vector<int> threads = {1, 2};
+  int rounds = 5;
+  double min_time = 0.3;  // seconds per (case, way, thread count), over all rounds
+  std::string filter;
+  bool cpu_clock = false;
+  std::string json;
+};
+
+double Now(bool cpu) {
+  if (cpu) {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// FMA peak: independent chains of fused multiply-adds on the widest vectors, on every thread.
+// ---------------------------------------------------------------------------------------------
+constexpr int kChains = 12;
+
+__attribute__((target("avx512f"))) float FmaLoopAvx512(int64_t iters, float seed) {
+  __m512 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(seed + static_cast<float>(k));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], a, b);
+  }
+  __m512 s = acc[0];
+  for (int k = 1; k < kChains; ++k) s = _mm512_add_ps(s, acc[k]);
+  float lanes[16];  // (not _mm512_reduce_add_ps: GCC 12 warns inside it, -Wuninitialized)
+  _mm512_storeu_ps(lanes, s);
+  float t = 0;
+  for (float v : lanes) t += v;
+  return t;
+}
+
+__attribute__((target("avx2,fma"))) float FmaLoopAvx2(int64_t iters, float seed) {
+  __m256 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(seed + static_cast<float>(k));
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
+  }
+  __m256 s = acc[0];
+  for (int k = 1; k < kChains; ++k) s = _mm256_add_ps(s, acc[k]);
+  float lanes[8];
+  _mm256_storeu_ps(lanes, s);
+  float t = 0;
+  for (float v : lanes) t += v;
+  return t;
+}
+
+struct Peak {
+  std::string isa;
+  double gflops = 0;  // float32
+};
+
+// The best of five runs of ~0.2 s, all `threads` threads running the loop at once, timed with
+// the clock the kernels are timed with (process CPU time sums the threads' times, as it does
+// for the kernels).
+Peak MeasurePeak(int threads, bool cpu) {
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const int lanes = avx512 ? 16 : 8;
+  const int64_t iters = 20'000'000;
+  Peak p{avx512 ? "avx512" : "avx2", 0};
+  volatile float sink = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = Now(cpu);
+    float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    total += avx512 ? FmaLoopAvx512(iters, static_cast<float>(omp_get_thread_num()))
+                    : FmaLoopAvx2(iters, static_cast<float>(omp_get_thread_num()));
+    const double dt = Now(cpu) - t0;
+    sink = sink + total;
+    const double flops = 2.0 * kChains * lanes * static_cast<double>(iters) * threads;
+    p.gflops = std::max(p.gflops, flops / dt / 1e9);
+  }
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One (shape, op) in both libraries.
+// ---------------------------------------------------------------------------------------------
+Tensor Random(const Shape& shape, uint64_t seed) {
+  Tensor t(DType::kFloat32, shape);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = u(rng);
+  return t;
+}
+
+// An operand of the oneDNN primitive: the TF-layout tensor it comes from (or goes to) and the
+// memory in the primitive's own layout.
+struct Operand {
+  int arg = 0;
+  bool output = false;
+  memory user, prim;
+};
+
+struct DnnlCase {
+  dnnl::primitive prim;
+  std::vector<Operand> operands;
+  std::vector<float> out_tf;  // oneDNN's result in TF layout, for the check
+  std::string impl;           // the implementation oneDNN chose ("brg:avx512_core", ...)
+};
+
+memory::dims Dims(std::initializer_list<int64_t> d) { return memory::dims(d); }
+
+// Builds the primitive of `op` with format_tag::any operands and the reorders to and from the TF
+// layouts. `x`, `w`, `dy` are the TF-layout tensors (those the op does not read are unused).
+DnnlCase MakeDnnl(const dnnl::engine& eng, dnnl::stream& strm, ConvOp op, const ConvGeometry& g,
+                  Tensor& x, Tensor& w, Tensor& dy) {
+  const auto f32 = memory::data_type::f32;
+  const memory::dims src_dims = Dims({g.batch, g.in_depth, g.in_h, g.in_w});
+  const memory::dims dst_dims = Dims({g.batch, g.out_depth, g.out_h, g.out_w});
+  memory::dims w_dims;
+  Tag w_tag;
+  if (g.depthwise) {  // grouped: {G = C, OC/G = multiplier, IC/G = 1, KH, KW}, TF [KH,KW,C,M]
+    w_dims = Dims({g.in_depth, g.multiplier, 1, g.filter_h, g.filter_w});
+    w_tag = Tag::hwigo;
+  } else {
+    w_dims = Dims({g.out_depth, g.in_depth, g.filter_h, g.filter_w});
+    w_tag = Tag::hwio;
+  }
+  const memory::dims strides = Dims({g.stride_h, g.stride_w});
+  const memory::dims dil = Dims({g.dilation_h - 1, g.dilation_w - 1});
+  const memory::dims pad_l = Dims({g.pad_top, g.pad_left});
+  // oneDNN derives the output size from the padding; TF's may leave input rows unused.
+  const memory::dims pad_r = Dims(
+      {(g.out_h - 1) * g.stride_h + (g.filter_h - 1) * g.dilation_h + 1 - g.in_h - g.pad_top,
+       (g.out_w - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1 - g.in_w - g.pad_left});
+  const memory::desc src_any(src_dims, f32, Tag::any), dst_any(dst_dims, f32, Tag::any);
+  const memory::desc w_any(w_dims, f32, Tag::any);
+  const memory::desc src_tf(src_dims, f32, Tag::nhwc), dst_tf(dst_dims, f32, Tag::nhwc);
+  const memory::desc w_tf(w_dims, f32, w_tag);
+  const auto algo = dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::desc fwd_d(dnnl::prop_kind::forward_training, algo, src_any, w_any,
+                                        dst_any, strides, dil, pad_l, pad_r);
+  dnnl::convolution_forward::primitive_desc fwd_pd(fwd_d, eng);
+
+  DnnlCase c;
+  auto operand = [&](int arg, bool output, const memory::desc& tf, void* data,
+                     const memory::desc& prim_md) {
+    Operand o;
+    o.arg = arg;
+    o.output = output;
+    o.user = memory(tf, eng, data);
+    o.prim = prim_md == tf ? o.user : memory(prim_md, eng);
+    c.operands.push_back(o);
+  };
+  switch (op) {
+    case ConvOp::kForward:
+      c.prim = dnnl::convolution_forward(fwd_pd);
+      c.impl = fwd_pd.impl_info_str();
+      operand(DNNL_ARG_SRC, false, src_tf, x.raw(), fwd_pd.src_desc());
+      operand(DNNL_ARG_WEIGHTS, false, w_tf, w.raw(), fwd_pd.weights_desc());
+      c.out_tf.resize(static_cast<size_t>(g.output_elements()));
+      operand(DNNL_ARG_DST, true, dst_tf, c.out_tf.data(), fwd_pd.dst_desc());
+      break;
+    case ConvOp::kBackpropInput: {
+      dnnl::convolution_backward_data::desc d(algo, src_any, w_any, dst_any, strides, dil, pad_l,
+                                              pad_r);
+      dnnl::convolution_backward_data::primitive_desc pd(d, eng, fwd_pd);
+      c.prim = dnnl::convolution_backward_data(pd);
+      c.impl = pd.impl_info_str();
+      operand(DNNL_ARG_DIFF_DST, false, dst_tf, dy.raw(), pd.diff_dst_desc());
+      operand(DNNL_ARG_WEIGHTS, false, w_tf, w.raw(), pd.weights_desc());
+      c.out_tf.resize(static_cast<size_t>(g.input_elements()));
+      operand(DNNL_ARG_DIFF_SRC, true, src_tf, c.out_tf.data(), pd.diff_src_desc());
+      break;
+    }
+    case ConvOp::kBackpropFilter: {
+      dnnl::convolution_backward_weights::desc d(algo, src_any, w_any, dst_any, strides, dil, pad_l,
+                                                 pad_r);
+      dnnl::convolution_backward_weights::primitive_desc pd(d, eng, fwd_pd);
+      c.prim = dnnl::convolution_backward_weights(pd);
+      c.impl = pd.impl_info_str();
+      operand(DNNL_ARG_SRC, false, src_tf, x.raw(), pd.src_desc());
+      operand(DNNL_ARG_DIFF_DST, false, dst_tf, dy.raw(), pd.diff_dst_desc());
+      c.out_tf.resize(static_cast<size_t>(g.filter_elements()));
+      operand(DNNL_ARG_DIFF_WEIGHTS, true, w_tf, c.out_tf.data(), pd.diff_weights_desc());
+      break;
+    }
+  }
+  strm.wait();
+  return c;
+}
+
+// Runs the oneDNN case: with `tf`, the reorders from and to the TF layouts too.
+void RunDnnl(DnnlCase& c, dnnl::stream& strm, bool tf) {
+  std::unordered_map<int, memory> args;
+  for (Operand& o : c.operands) {
+    if (tf && !o.output && o.prim != o.user)
+      dnnl::reorder(o.user, o.prim).execute(strm, o.user, o.prim);
+    args[o.arg] = o.prim;
+  }
+  c.prim.execute(strm, args);
+  for (Operand& o : c.operands) {
+    if (tf && o.output && o.prim != o.user)
+      dnnl::reorder(o.prim, o.user).execute(strm, o.prim, o.user);
+  }
+  strm.wait();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runs.
+// ---------------------------------------------------------------------------------------------
+struct Row {
+  std::string shape, op;
+  int threads = 1;
+  double gflop = 0;
+  double bf = 0, blk = 0, tf = 0;  // seconds per call, median of the rounds
+  double bf_wall = 0, blk_wall = 0, tf_wall = 0;
+  std::string blk_impl;
+  double max_diff = 0, tolerance = 0;
+  bool ok = true;
+};
+
+struct Timing {
+  double clock = 0, wall = 0;
+};
+
+// Times `fn` over `iters` calls.
+Timing Time(const std::function<void()>& fn, int64_t iters, bool cpu) {
+  const double c0 = Now(cpu), w0 = Now(false);
+  for (int64_t i = 0; i < iters; ++i) fn();
+  return {(Now(cpu) - c0) / static_cast<double>(iters),
+          (Now(false) - w0) / static_cast<double>(iters)};
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double GeoMean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return v.empty() ? 0 : std::exp(s / static_cast<double>(v.size()));
+}
+
+int Main(const Options& opt) {
+  Expected<std::vector<SuiteShape>> suite = LoadShapeSuite(opt.shapes);
+  if (!suite.ok()) {
+    std::fprintf(stderr, "error: %s\n", suite.status().message().c_str());
+    return 1;
+  }
+  const std::regex filter(opt.filter.empty() ? ".*" : opt.filter);
+  std::map<int, Peak> peaks;
+  for (int t : opt.threads) peaks[t] = MeasurePeak(t, opt.cpu_clock);
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  std::vector<Row> rows;
+  uint64_t seed = 1;
+  for (const SuiteShape& s : *suite) {
+    for (ConvOp op : s.ops) {
+      const std::string op_name = ConvOpName(op, s.depthwise);
+      if (!std::regex_search(op_name + "/" + s.name, filter)) continue;
+      const ConvState state = *s.State(op);
+      const ConvGeometry& g = state.geometry;
+      Tensor x = Random(s.input, seed), w = Random(s.filter, seed + 1),
+             dy = Random(s.output, seed + 2);
+      seed += 3;
+      Tensor out(DType::kFloat32, OperandShapes(state).out);
+      const Tensor& a = op == ConvOp::kBackpropInput ? w : x;
+      const Tensor& b = op == ConvOp::kForward ? w : dy;
+      DnnlCase dc = MakeDnnl(eng, strm, op, g, x, w, dy);
+      for (int threads : opt.threads) {
+        KernelContext k;
+        k.num_threads = threads;
+        omp_set_num_threads(threads);  // oneDNN's OpenMP runtime takes its threads from here
+        const std::function<void()> run_bf = [&] {
+          const Status st = RunConv(KernelKind::kOptimized, state, a, b, &out, k);
+          if (!st.ok()) {
+            std::fprintf(stderr, "error: %s/%s: %s\n", op_name.c_str(), s.name.c_str(),
+                         st.message().c_str());
+            std::exit(1);
+          }
+        };
+        const std::function<void()> run_blk = [&] { RunDnnl(dc, strm, false); };
+        const std::function<void()> run_tf = [&] { RunDnnl(dc, strm, true); };
+        // The blocked inputs once, then a warm-up call of each way, which also sizes the batches
+        // of calls so that each round of each way takes about min_time / rounds.
+        for (Operand& o : dc.operands) {
+          if (!o.output && o.prim != o.user)
+            dnnl::reorder(o.user, o.prim).execute(strm, o.user, o.prim);
+        }
+        strm.wait();
+        const std::function<void()>* ways[3] = {&run_bf, &run_blk, &run_tf};
+        int64_t iters[3];
+        for (int i = 0; i < 3; ++i) {
+          const double t = Time(*ways[i], 1, false).wall;
+          iters[i] = std::max<int64_t>(1, static_cast<int64_t>(opt.min_time / opt.rounds / t));
+        }
+        // The check: blockflow's result against oneDNN's (the TF run leaves it in out_tf).
+        Row r;
+        r.shape = s.name;
+        r.op = op_name;
+        r.threads = threads;
+        r.gflop = s.gflop;
+        r.blk_impl = dc.impl;
+        double max_ref = 0;
+        const float* mine = out.data<float>();
+        for (size_t i = 0; i < dc.out_tf.size(); ++i) {
+          max_ref = std::max(max_ref, std::fabs(static_cast<double>(dc.out_tf[i])));
+          r.max_diff = std::max(r.max_diff, std::fabs(static_cast<double>(mine[i]) - dc.out_tf[i]));
+        }
+        // Both sum K products of values in [-1, 1) in float32, in different orders: their
+        // rounding grows like sqrt(K) eps, far below this, and a misplaced operand changes the
+        // result by the order of max_ref, far above it.
+        const int64_t cog = g.out_depth / g.groups;  // output channels per group
+        const int64_t k_terms = op == ConvOp::kBackpropFilter ? g.batch * g.out_h * g.out_w
+                                : op == ConvOp::kBackpropInput
+                                    ? g.filter_h * g.filter_w * cog
+                                    : g.filter_h * g.filter_w * g.filter_in_depth;
+        r.tolerance = 8 * 1.2e-7 * std::sqrt(static_cast<double>(k_terms)) * (1 + max_ref);
+        r.ok = r.max_diff <= r.tolerance &&
+               dc.out_tf.size() == static_cast<size_t>(out.num_elements());
+        std::vector<double> clock[3], wall[3];
+        for (int round = 0; round < opt.rounds; ++round) {
+          for (int i = 0; i < 3; ++i) {
+            const Timing t = Time(*ways[i], iters[i], opt.cpu_clock);
+            clock[i].push_back(t.clock);
+            wall[i].push_back(t.wall);
+          }
+        }
+        r.bf = Median(clock[0]);
+        r.blk = Median(clock[1]);
+        r.tf = Median(clock[2]);
+        r.bf_wall = Median(wall[0]);
+        r.blk_wall = Median(wall[1]);
+        r.tf_wall = Median(wall[2]);
+        const double pct = r.gflop / r.bf / peaks[threads].gflops * 100;
+        std::printf(
+            "%-38s %-28s t%d  bf %8.3f ms  blk %8.3f  tf %8.3f  bf/blk %5.2f  bf/tf %5.2f"
+            "  %5.1f%% peak  %s%s\n",
+            op_name.c_str(), s.name.c_str(), threads, r.bf * 1e3, r.blk * 1e3, r.tf * 1e3,
+            r.bf / r.blk, r.bf / r.tf, pct,
+            r.ok ? "" : ("MISMATCH " + std::to_string(r.max_diff) + " ").c_str(),
+            r.blk_impl.c_str());
+        std::fflush(stdout);
+        rows.push_back(r);
+      }
+    }
+  }
+
+  // The summary: per op and thread count, the geometric mean of blockflow / oneDNN-blocked and
+  // the worst blockflow / oneDNN-with-TF-layouts.
+  const char* clock_name = opt.cpu_clock ? "process CPU time" : "wall time";
+  std::printf("\nFMA peak (float32, %s):", peaks.begin()->second.isa.c_str());
+  for (const auto& [t, p] : peaks)
+    std::printf("  %d thread%s %.1f GFLOP/s", t, t > 1 ? "s" : "", p.gflops);
+  std::printf("\nRatios of %s, blockflow / oneDNN (below 1: blockflow faster)\n\n", clock_name);
+  std::printf(
+      "| op | threads | shapes | geomean vs blocked | geomean vs TF layouts | worst vs TF layouts "
+      "|\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  bool all_ok = true;
+  std::vector<std::string> ops;
+  for (const Row& r : rows) {
+    all_ok = all_ok && r.ok;
+    if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
+  }
+  for (const std::string& o : ops) {
+    for (int t : opt.threads) {
+      std::vector<double> blk, tf;
+      const Row* worst = nullptr;
+      for (const Row& r : rows) {
+        if (r.op != o || r.threads != t) continue;
+        blk.push_back(r.bf / r.blk);
+        tf.push_back(r.bf / r.tf);
+        if (!worst || r.bf / r.tf > worst->bf / worst->tf) worst = &r;
+      }
+      if (!worst) continue;
+      std::printf("| %s | %d | %zu | %.2f | %.2f | %.2f (%s) |\n", o.c_str(), t, blk.size(),
+                  GeoMean(blk), GeoMean(tf), worst->bf / worst->tf, worst->shape.c_str());
+    }
+  }
+  if (!all_ok) std::printf("\nMISMATCH: some results differ from oneDNN's beyond tolerance\n");
+
+  if (!opt.json.empty()) {
+    nlohmann::json j;
+    j["clock"] = opt.cpu_clock ? "cpu" : "wall";
+    j["onednn_version"] = std::to_string(dnnl::version()->major) + "." +
+                          std::to_string(dnnl::version()->minor) + "." +
+                          std::to_string(dnnl::version()->patch);
+    for (const auto& [t, p] : peaks)
+      j["fma_peak"].push_back({{"threads", t}, {"isa", p.isa}, {"gflops", p.gflops}});
+    for (const Row& r : rows) {
+      j["results"].push_back({{"shape", r.shape},
+                              {"op", r.op},
+                              {"threads", r.threads},
+                              {"gflop", r.gflop},
+                              {"bf_ms", r.bf * 1e3},
+                              {"onednn_blocked_ms", r.blk * 1e3},
+                              {"onednn_tf_ms", r.tf * 1e3},
+                              {"bf_wall_ms", r.bf_wall * 1e3},
+                              {"onednn_blocked_wall_ms", r.blk_wall * 1e3},
+                              {"onednn_tf_wall_ms", r.tf_wall * 1e3},
+                              {"ratio_blocked", r.bf / r.blk},
+                              {"ratio_tf", r.bf / r.tf},
+                              {"peak_fraction", r.gflop / r.bf / peaks[r.threads].gflops},
+                              {"onednn_impl", r.blk_impl},
+                              {"max_abs_diff", r.max_diff},
+                              {"tolerance", r.tolerance},
+                              {"ok", r.ok}});
+    }
+    std::ofstream f(opt.json);
+    f << j.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "error: cannot write '%s'\n", opt.json.c_str());
+      return 1;
+    }
+  }
+  return all_ok ? 0 : 2;
+}
+
+}  // namespace
+}  // namespace blockflow::conv
+
+int main(int argc, char** argv) {
+  blockflow::conv::Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--shapes" && has_value) {
+      opt.shapes = argv[++i];
+    } else if (a == "--threads" && has_value) {
+      opt.threads.clear();
+      std::string list = argv[++i];
+      for (size_t p = 0; p <= list.size();) {
+        const size_t q = std::min(list.find(',', p), list.size());
+        opt.threads.push_back(std::max(1, std::atoi(list.substr(p, q - p).c_str())));
+        p = q + 1;
+      }
+    } else if (a == "--rounds" && has_value) {
+      opt.rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--min-time" && has_value) {
+      opt.min_time = std::atof(argv[++i]);
+    } else if (a == "--filter" && has_value) {
+      opt.filter = argv[++i];
+    } else if (a == "--clock" && has_value) {
+      const std::string c = argv[++i];
+      if (c != "cpu" && c != "wall") {
+        std::fprintf(stderr, "error: --clock takes wall or cpu, not '%s'\n", c.c_str());
+        return 1;
+      }
+      opt.cpu_clock = c == "cpu";
+    } else if (a == "--json" && has_value) {
+      opt.json = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "usage: bf_vs_onednn [--shapes FILE] [--threads 1,2] [--rounds N] "
+                   "[--min-time SECONDS] [--filter REGEX] [--clock wall|cpu] [--json FILE]\n");
+      return 1;
+    }
+  }
+  try {
+    return blockflow::conv::Main(opt);
+  } catch (const dnnl::error& e) {
+    std::fprintf(stderr, "error: oneDNN: %s (status %d)\n", e.what(), static_cast<int>(e.status));
+    return 1;
+  }
+}
