@@ -129,17 +129,14 @@ TEST(ImportTfTest, ConstValuesAboveTheMemoryLimitAreRefusedBeforeAllocation) {
           tensor_shape { dim { size: 1024 } dim { size: 1024 } } float_val: 1 } } } })";
   tfimport::ImportOptions options;
   options.memory_limit = 1 << 20;
-  Expected<ImportResult> r = tfimport::ImportGraphDef(pbtxt, "t.pbtxt", GraphDefFormat::kText,
-                                                      options, OpRegistry::Global());
+  Expected<ImportResult> r = ImportText(pbtxt, options);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("node 'c' (Const): attr 'value' is float32[1024,1024] "
                                       "(4.0 MiB), more than the memory limit of 1.0 MiB"),
             std::string::npos)
       << r.status().message();
   options.memory_limit = 8 << 20;
-  EXPECT_TRUE(tfimport::ImportGraphDef(pbtxt, "t.pbtxt", GraphDefFormat::kText, options,
-                                       OpRegistry::Global())
-                  .ok());
+  EXPECT_TRUE(ImportText(pbtxt, options).ok()) << Errors(ImportText(pbtxt, options));
 }
 
 TEST(ImportTfTest, FeedDtypeComesFromTheOutputTypeAttr) {
