@@ -23,6 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     blockflow::fuzz::Check(!graph.status().message().empty(), "a refused graph says why");
     return 0;
   }
+  graph->memory_limit = blockflow::fuzz::kMemoryLimit;
   const blockflow::GraphAnalysis analysis = blockflow::AnalyzeGraph(*graph);
   blockflow::fuzz::Check(analysis.nodes.size() == graph->nodes().size(),
                          "analysis covers every node");

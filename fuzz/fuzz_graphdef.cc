@@ -28,6 +28,7 @@ void ImportAndAnalyse(const std::string& bytes, tfi::GraphDefFormat format,
     blockflow::fuzz::Check(!result.status().message().empty(), "a refused GraphDef says why");
     return;
   }
+  result->graph.memory_limit = blockflow::fuzz::kMemoryLimit;
   const blockflow::GraphAnalysis analysis = blockflow::AnalyzeGraph(result->graph);
   blockflow::fuzz::Check(analysis.nodes.size() == result->graph.nodes().size(),
                          "analysis covers every imported node");
@@ -45,11 +46,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)registered;
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   const tfi::GraphDefFormat format = tfi::DetectFormat("fuzz-graph", bytes);
-  ImportAndAnalyse(bytes, format, tfi::ImportOptions{});
+  tfi::ImportOptions whole;
+  whole.memory_limit = blockflow::fuzz::kMemoryLimit;
+  ImportAndAnalyse(bytes, format, whole);
 
   blockflow::Expected<tfi::pb::GraphDef> gd = tfi::ParseGraphDef(bytes, "fuzz-graph", format);
   if (gd.ok() && gd->node_size() > 1) {
-    tfi::ImportOptions cut;
+    tfi::ImportOptions cut = whole;
     cut.fetches = {gd->node(gd->node_size() - 1).name()};
     cut.feeds = {gd->node(0).name()};
     ImportAndAnalyse(bytes, format, cut);
