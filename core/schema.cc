@@ -300,7 +300,8 @@ bool IsInt64(const nlohmann::json& e) {
 
 Status CheckAttrValue(const AttrDef& def, const nlohmann::json& value) {
   auto fail = [&](const std::string& rule) {
-    return InvalidArgument("attr '" + def.name + "' " + rule + ", got " + value.dump());
+    return InvalidArgument("attr '" + def.name + "' " + rule + ", got " +
+                           value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
   auto all_of = [&](auto pred) {
     if (!value.is_array()) return false;

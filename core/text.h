@@ -23,5 +23,8 @@ std::string JoinNames(const std::vector<std::string>& names, const std::string& 
 
 /// The lines joined by '\n' (no trailing newline): how a Status reports several problems.
 std::string JoinLines(const std::vector<std::string>& lines);
+/// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+/// U+10FFFF), as JSON text must be.
+bool IsValidUtf8(const std::string& s);
 
 }  // namespace blockflow

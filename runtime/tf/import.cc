@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <set>
 
-#include "core/layout.h"
 #include "core/npy.h"
 #include "runtime/tf/graphdef.h"
 #include "runtime/tf/mapping.h"
@@ -30,11 +29,9 @@ Expected<pb::GraphDef> Parse(const std::string& bytes, const std::string& origin
 Expected<ImportResult> Import(const pb::GraphDef& gd, const ImportOptions& options,
                               const OpRegistry& registry, GraphFacts* facts) {
   ASSIGN_OR_RETURN(ImportPlan plan, PlanImport(gd, options, registry));
-  ASSIGN_OR_RETURN(ImportResult result, MapPlan(gd, plan, options, registry, facts));
-  // A compact grid, so that the editor shows an imported graph readably.
-  AssignMissingPositions(
-      result.graph, {.left = 40, .top = 40, .column = 260, .row = 110, .per_port = 0}, registry);
-  return result;
+  // No positions: the editor lays a graph without them out as it opens (Graphviz dot), which
+  // reads far better than any grid written here.
+  return MapPlan(gd, plan, options, registry, facts);
 }
 
 std::string DimsText(const TensorFacts& f) {

@@ -17,7 +17,7 @@
 // schema's, in order, with a list port taking the remaining inputs. Const values
 // with at most `inline_limit` elements are written inline (integers exactly, NaN and
 // Inf as the strings "nan", "inf", "-inf"), larger ones to `const_dir/ID.npy` beside
-// the graph. Nodes are placed in columns by dependency depth (core/layout.h).
+// the graph. Nodes get no positions: the editor lays the graph out as it opens it.
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/limits.h"
+#include "core/text.h"
 
 namespace blockflow::tfimport {
 namespace {
@@ -145,6 +146,9 @@ Expected<nlohmann::json> AttrToJson(const pb::AttrValue& v, const std::string& w
   using nlohmann::json;
   switch (v.value_case()) {
     case pb::AttrValue::kS:
+      // A bytes field in TensorFlow; graph JSON holds text only.
+      if (!IsValidUtf8(v.s()))
+        return InvalidArgument(what + ": holds bytes that are not UTF-8 text");
       return json(v.s());
     case pb::AttrValue::kI:
       return json(v.i());
@@ -166,7 +170,10 @@ Expected<nlohmann::json> AttrToJson(const pb::AttrValue& v, const std::string& w
       json a = json::array();
       for (int64_t i : l.i()) a.push_back(i);
       for (float f : l.f()) a.push_back(static_cast<double>(f));
-      for (const std::string& s : l.s()) a.push_back(s);
+      for (const std::string& s : l.s()) {
+        if (!IsValidUtf8(s)) return InvalidArgument(what + ": holds bytes that are not UTF-8 text");
+        a.push_back(s);
+      }
       for (bool b : l.b()) a.push_back(b);
       for (int t : l.type()) {
         ASSIGN_OR_RETURN(DType d, ToDType(t, what));

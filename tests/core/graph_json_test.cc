@@ -2,6 +2,7 @@
 
 #include "blocks/register_blocks.h"
 #include "core/graph.h"
+#include "core/text.h"
 
 namespace blockflow {
 namespace {
@@ -141,4 +142,17 @@ TEST_F(GraphJsonTest, RemoveNodeDropsItsWires) {
 }
 
 }  // namespace
+// Graph JSON is text: strings from elsewhere (a GraphDef's bytes attrs) are checked first.
+TEST(Utf8Test, WellFormedOnly) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("NHWC"));
+  EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));  // é € 😀
+  EXPECT_FALSE(IsValidUtf8("\xff"));                                      // never a lead byte
+  EXPECT_FALSE(IsValidUtf8("\x80"));              // a lone continuation byte
+  EXPECT_FALSE(IsValidUtf8("\xc3"));              // cut short
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+}
+
 }  // namespace blockflow

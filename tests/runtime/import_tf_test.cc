@@ -139,6 +139,24 @@ TEST(ImportTfTest, ConstValuesAboveTheMemoryLimitAreRefusedBeforeAllocation) {
   EXPECT_TRUE(ImportText(pbtxt, options).ok()) << Errors(ImportText(pbtxt, options));
 }
 
+// A TensorFlow string attr is bytes; graph JSON holds text, so other bytes are refused (a
+// fuzzing finding: they used to throw out of the JSON writer).
+TEST(ImportTfTest, AttrBytesThatAreNotUtf8AreRefused) {
+  Expected<ImportResult> r = ImportText(R"(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 1 } dim { size: 4 } dim { size: 4 }
+                                          dim { size: 1 } } } } }
+    node { name: "w" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "shape" value { shape { dim { size: 1 } dim { size: 1 } dim { size: 1 }
+                                          dim { size: 1 } } } } }
+    node { name: "y" op: "Conv2D" input: "x" input: "w"
+      attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "strides" value { list { i: 1 i: 1 i: 1 i: 1 } } }
+      attr { key: "padding" value { s: "\377" } } })");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(Errors(r).find("holds bytes that are not UTF-8 text"), std::string::npos) << Errors(r);
+}
+
 TEST(ImportTfTest, FeedDtypeComesFromTheOutputTypeAttr) {
   Expected<ImportResult> r = ImportText(R"(
     node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
