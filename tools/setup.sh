@@ -4,6 +4,7 @@
 # (`bash tools/setup.sh blockflow` installs what the program needs and builds it alone; a later
 # run without arguments installs and builds the rest). Environment knobs:
 #   BUILD_DIR=build  BUILD_TYPE=Release  BLOCKFLOW_WERROR=OFF  JOBS=$(nproc)
+#   SETUP_PACKAGES_ONLY=1: install the packages and stop (tools/sanitize.sh uses it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +32,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+[ "${SETUP_PACKAGES_ONLY:-0}" = 1 ] && exit 0
 
 build_dir="${BUILD_DIR:-build}"
 everything=ON
