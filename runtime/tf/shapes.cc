@@ -419,7 +419,9 @@ std::vector<TensorFacts> GraphFacts::Rule(int index) {
     return outs;
   }
 
-  // Shape-only rules of common ops blockflow does not run.
+  // Shape-only rules of common ops blockflow does not run. Each reads its first input, so a
+  // node without one (a malformed GraphDef) stops here (found by fuzzing: Pad read in[0]).
+  if (in.empty()) return fail("has no inputs");
   if (UnaryOps().count(op) || FirstInputShapeOps().count(op)) {
     if (const TensorFacts* u = unknown_input(0, 1)) return pass_on(u);
     TensorFacts f = Known(dtype, *in[0]->dims);
