@@ -10,10 +10,20 @@ namespace {
 
 struct CommandHelp {
   const char* usage;
-  const char* details;
+  std::string details;
 };
 
 const std::map<std::string, CommandHelp>& Helps() {
+  // The flags that lift or set a graph's safety limits, the same on run, validate and bench.
+  static const std::string kGraphSafetyFlags =
+      "  --allow-outside-files\n"
+      "                      let the graph name files outside its folder (absolute paths,\n"
+      "                      '..', links out); refused by default, as graphs get shared\n"
+      "  --memory-limit BYTES\n"
+      "                      refuse, before anything is allocated, a graph or feed whose\n"
+      "                      tensors (any one, or those alive at once) need more than BYTES\n"
+      "                      (suffixes K, M, G: 512M, 2G); default: half of this machine's\n"
+      "                      memory\n";
   static const std::map<std::string, CommandHelp> helps = {
       {"run",
        {"usage: blockflow run GRAPH.json [--feed ID=FILE.npy]... [--fetch ID[:K]]... [--out DIR]\n"
@@ -33,43 +43,31 @@ const std::map<std::string, CommandHelp>& Helps() {
         "                      at its peak) after the run; blocks then run one at a time\n"
         "  --trace FILE.json   write a Chrome trace of the run (chrome://tracing, Perfetto):\n"
         "                      one event per node, on the thread that ran it\n"
-        "  --reference         use the reference kernels (the plain-loop definitions)\n"
-        "  --allow-outside-files\n"
-        "                      let the graph name files outside its folder (absolute paths,\n"
-        "                      '..', links out); refused by default, as graphs get shared\n"
-        "  --memory-limit BYTES\n"
-        "                      refuse, before anything is allocated, a graph or feed whose\n"
-        "                      tensors (any one, or those alive at once) need more than BYTES\n"
-        "                      (suffixes K, M, G: 512M, 2G); default: half of this machine's\n"
-        "                      memory\n"
-        "Ctrl-C stops the run cleanly (exit 130) and writes nothing.\n"
-        "\n"
-        "Under MPI (a build with BLOCKFLOW_MPI=ON), one graph over a batch split over processes:\n"
-        "  --shard ID[:AXIS]   Placeholder ID's batch (axis 0, or AXIS) is split over the P\n"
-        "                      processes; each reads only its share of its --feed file\n"
-        "                      (uneven shares differ by one; ranks past a small batch get none)\n"
-        "  --combine ID[:K]=gather|sum|first\n"
-        "                      how fetch ID[:K] is combined, where the blocks' batch rules\n"
-        "                      cannot tell: join the shares in rank order, add them, or take\n"
-        "                      rank 0's; by default split outputs are gathered, sums over the\n"
-        "                      batch (filter gradients, Sum over the batch) all-reduced and\n"
-        "                      batch-free ones taken from rank 0\n"
-        "  --deterministic     one run per sample, sums added in sample order on rank 0: the\n"
-        "                      same bits for any P (slower; see docs/mpi.md)\n"
-        "Rank 0 prints and writes --out as one process would; a failure on any process is\n"
-        "reported once and fails them all, with nothing written. --profile and --trace are\n"
-        "not available with --shard.\n"}},
+        "  --reference         use the reference kernels (the plain-loop definitions)\n" +
+            kGraphSafetyFlags +
+            "Ctrl-C stops the run cleanly (exit 130) and writes nothing.\n"
+            "\n"
+            "Under MPI (a build with BLOCKFLOW_MPI=ON), one graph over a batch split over "
+            "processes:\n"
+            "  --shard ID[:AXIS]   Placeholder ID's batch (axis 0, or AXIS) is split over the P\n"
+            "                      processes; each reads only its share of its --feed file\n"
+            "                      (uneven shares differ by one; ranks past a small batch get "
+            "none)\n"
+            "  --combine ID[:K]=gather|sum|first\n"
+            "                      how fetch ID[:K] is combined, where the blocks' batch rules\n"
+            "                      cannot tell: join the shares in rank order, add them, or take\n"
+            "                      rank 0's; by default split outputs are gathered, sums over the\n"
+            "                      batch (filter gradients, Sum over the batch) all-reduced and\n"
+            "                      batch-free ones taken from rank 0\n"
+            "  --deterministic     one run per sample, sums added in sample order on rank 0: the\n"
+            "                      same bits for any P (slower; see docs/mpi.md)\n"
+            "Rank 0 prints and writes --out as one process would; a failure on any process is\n"
+            "reported once and fails them all, with nothing written. --profile and --trace are\n"
+            "not available with --shard.\n"}},
       {"validate",
        {"usage: blockflow validate GRAPH.json [--allow-outside-files] [--memory-limit BYTES]\n",
-        "Infers every output's dtype and shape and prints them; lists every error (exit 1).\n"
-        "  --allow-outside-files\n"
-        "                      let the graph name files outside its folder (absolute paths,\n"
-        "                      '..', links out); refused by default, as graphs get shared\n"
-        "  --memory-limit BYTES\n"
-        "                      refuse, before anything is allocated, a graph or feed whose\n"
-        "                      tensors (any one, or those alive at once) need more than BYTES\n"
-        "                      (suffixes K, M, G: 512M, 2G); default: half of this machine's\n"
-        "                      memory\n"}},
+        "Infers every output's dtype and shape and prints them; lists every error (exit 1).\n" +
+            kGraphSafetyFlags}},
       {"bench",
        {"usage: blockflow bench GRAPH.json [--feed ID=FILE.npy]... [--warmup K] [--repeat N]\n"
         "                       [--threads N] [--reference] [--json] [--allow-outside-files]\n"
@@ -83,20 +81,13 @@ const std::map<std::string, CommandHelp>& Helps() {
         "  --warmup K          untimed runs first, of the graph and of each block (default 2)\n"
         "  --repeat N          timed runs, of the graph and of each block (default 10, >= 1)\n"
         "  --threads N         threads per kernel (default: all cores)\n"
-        "  --reference         time the reference kernels (the plain-loop definitions)\n"
-        "  --allow-outside-files\n"
-        "                      let the graph name files outside its folder (absolute paths,\n"
-        "                      '..', links out); refused by default, as graphs get shared\n"
-        "  --memory-limit BYTES\n"
-        "                      refuse, before anything is allocated, a graph or feed whose\n"
-        "                      tensors (any one, or those alive at once) need more than BYTES\n"
-        "                      (suffixes K, M, G: 512M, 2G); default: half of this machine's\n"
-        "                      memory\n"
-        "  --json              print {\"nodes\": [{\"id\", \"op\", \"ms_min\", \"ms_median\",\n"
-        "                      \"ms_max\", \"peak_bytes\"}...], \"total_ms_median\",\n"
-        "                      \"run_ms_median\", \"peak_bytes\", \"minor_faults_per_run\"}\n"
-        "total_ms_median is the sum of the blocks' medians; run_ms_median the whole graph's.\n"
-        "Peak bytes are buffer-pool bytes in use at the peak above those in use before.\n"}},
+        "  --reference         time the reference kernels (the plain-loop definitions)\n" +
+            kGraphSafetyFlags +
+            "  --json              print {\"nodes\": [{\"id\", \"op\", \"ms_min\", \"ms_median\",\n"
+            "                      \"ms_max\", \"peak_bytes\"}...], \"total_ms_median\",\n"
+            "                      \"run_ms_median\", \"peak_bytes\", \"minor_faults_per_run\"}\n"
+            "total_ms_median is the sum of the blocks' medians; run_ms_median the whole graph's.\n"
+            "Peak bytes are buffer-pool bytes in use at the peak above those in use before.\n"}},
       {"ops",
        {"usage: blockflow ops [--json | --markdown]\n",
         "Lists every block: ports and dtypes, attributes with type, default, allowed values.\n"
