@@ -12,19 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The build's own packages first (quietly, when present), then clang and its OpenMP runtime.
-SETUP_PACKAGES_ONLY=1 bash tools/setup.sh
-missing=()
-for p in clang libomp-dev libclang-rt-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "sanitize: installing ${missing[*]}" >&2
-  sudo_cmd=""
-  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# The build's own packages (quietly, when present), plus clang and its OpenMP runtime.
+SETUP_PACKAGES_ONLY=1 EXTRA_PACKAGES="clang libomp-dev libclang-rt-dev" bash tools/setup.sh
 
 build_dir="${BUILD_DIR:-build-sanitize}"
 launcher=()

@@ -4,7 +4,8 @@
 # (`bash tools/setup.sh blockflow` installs what the program needs and builds it alone; a later
 # run without arguments installs and builds the rest). Environment knobs:
 #   BUILD_DIR=build  BUILD_TYPE=Release  BLOCKFLOW_WERROR=OFF  JOBS=$(nproc)
-#   SETUP_PACKAGES_ONLY=1: install the packages and stop (tools/sanitize.sh uses it)
+#   SETUP_PACKAGES_ONLY=1: install the packages and stop; EXTRA_PACKAGES="...": install these
+#   too (tools/sanitize.sh uses both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,8 @@ rest=(libgtest-dev libgmock-dev libbenchmark-dev qt6-base-dev libgl-dev fonts-de
 program_only=OFF
 [ "$*" = "blockflow" ] && program_only=ON
 [ "$program_only" = OFF ] && packages+=("${rest[@]}")
+# shellcheck disable=SC2206
+packages+=(${EXTRA_PACKAGES:-})
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
