@@ -44,20 +44,11 @@ struct BenchCase {
   Tensor x, w, dy;    // made on first use, so a filtered run does not fill the whole suite
 };
 
-Tensor Random(const Shape& shape, uint64_t seed) {
-  Tensor t(DType::kFloat32, shape);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = u(rng);
-  return t;
-}
-
 void RunCase(benchmark::State& state, BenchCase& c, KernelKind kind, int threads) {
   if (c.x.shape() != c.x_shape) {
-    c.x = Random(c.x_shape, c.seed);
-    c.w = Random(c.w_shape, c.seed + 1);
-    c.dy = Random(c.dy_shape, c.seed + 2);
+    c.x = RandomTensor(c.x_shape, c.seed);
+    c.w = RandomTensor(c.w_shape, c.seed + 1);
+    c.dy = RandomTensor(c.dy_shape, c.seed + 2);
   }
   const ConvOp op = c.state.op;
   Tensor out(DType::kFloat32, OperandShapes(c.state).out);

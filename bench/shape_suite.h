@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,16 @@ inline Expected<std::vector<SuiteShape>> LoadShapeSuite(const std::string& path)
     return InvalidArgument("shape suite '" + path + "': " + e.what());
   }
   return out;
+}
+
+/// A float32 tensor of uniform values in [-1, 1), the same for the same seed.
+inline Tensor RandomTensor(const Shape& shape, uint64_t seed) {
+  Tensor t(DType::kFloat32, shape);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = u(rng);
+  return t;
 }
 
 }  // namespace blockflow::conv

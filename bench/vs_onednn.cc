@@ -138,15 +138,6 @@ Peak MeasurePeak(int threads, bool cpu) {
 // ---------------------------------------------------------------------------------------------
 // One (shape, op) in both libraries.
 // ---------------------------------------------------------------------------------------------
-Tensor Random(const Shape& shape, uint64_t seed) {
-  Tensor t(DType::kFloat32, shape);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = u(rng);
-  return t;
-}
-
 // An operand of the oneDNN primitive: the TF-layout tensor it comes from (or goes to) and the
 // memory in the primitive's own layout.
 struct Operand {
@@ -317,8 +308,8 @@ int Main(const Options& opt) {
       if (!std::regex_search(op_name + "/" + s.name, filter)) continue;
       const ConvState state = *s.State(op);
       const ConvGeometry& g = state.geometry;
-      Tensor x = Random(s.input, seed), w = Random(s.filter, seed + 1),
-             dy = Random(s.output, seed + 2);
+      Tensor x = RandomTensor(s.input, seed), w = RandomTensor(s.filter, seed + 1),
+             dy = RandomTensor(s.output, seed + 2);
       seed += 3;
       Tensor out(DType::kFloat32, OperandShapes(state).out);
       const Tensor& a = op == ConvOp::kBackpropInput ? w : x;
