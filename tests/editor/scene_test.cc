@@ -27,8 +27,11 @@
 namespace blockflow::editor {
 namespace {
 
+using testing::DragOnCanvas;
 using testing::GraphFromJson;
 using testing::kAddGraph;
+using testing::PortPos;
+using testing::SendMouse;
 using testing::WriteText;
 
 // The MIME data the palette produces when block `op` is dragged.
@@ -42,30 +45,6 @@ QMimeData* PaletteMime(PaletteWidget* palette, const QString& op) {
     }
   }
   return nullptr;
-}
-
-void SendMouse(QWidget* w, QEvent::Type type, QPoint pos, Qt::MouseButton button,
-               Qt::MouseButtons buttons) {
-  QMouseEvent ev(type, QPointF(pos), QPointF(w->mapToGlobal(pos)), button, buttons, Qt::NoModifier);
-  QApplication::sendEvent(w, &ev);
-}
-
-// Drags with the left button on the canvas from one scene point to another.
-void DragOnCanvas(GraphView* view, QPointF from, QPointF to) {
-  QWidget* vp = view->viewport();
-  const QPoint a = view->mapFromScene(from), b = view->mapFromScene(to);
-  SendMouse(vp, QEvent::MouseButtonPress, a, Qt::LeftButton, Qt::LeftButton);
-  SendMouse(vp, QEvent::MouseMove, (a + b) / 2, Qt::NoButton, Qt::LeftButton);
-  SendMouse(vp, QEvent::MouseMove, b, Qt::NoButton, Qt::LeftButton);
-  SendMouse(vp, QEvent::MouseButtonRelease, b, Qt::LeftButton, Qt::NoButton);
-}
-
-QPointF PortPos(GraphScene* scene, const std::string& node, bool output, const std::string& port) {
-  NodeItem* item = scene->FindNode(node);
-  EXPECT_NE(item, nullptr) << node;
-  PortItem* p = item ? item->FindPort(output, port) : nullptr;
-  EXPECT_NE(p, nullptr) << node << "." << port;
-  return p ? p->scenePos() : QPointF();
 }
 
 using testing::EditorWindowTest;

@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QFile>
 #include <QList>
+#include <QMouseEvent>
 #include <QSignalSpy>
 #include <QString>
 #include <QVariant>
@@ -13,8 +14,10 @@
 
 #include "core/graph.h"
 #include "editor/graph_document.h"
+#include "editor/graph_scene.h"
 #include "editor/graph_view.h"
 #include "editor/main_window.h"
+#include "editor/node_item.h"
 
 namespace blockflow::editor::testing {
 
@@ -66,5 +69,32 @@ class EditorWindowTest : public ::testing::Test {
   GraphDocument* doc() { return window_.document(); }
   MainWindow window_;
 };
+
+/// Sends one mouse event to `w` at widget position `pos`.
+inline void SendMouse(QWidget* w, QEvent::Type type, QPoint pos, Qt::MouseButton button,
+                      Qt::MouseButtons buttons) {
+  QMouseEvent ev(type, QPointF(pos), QPointF(w->mapToGlobal(pos)), button, buttons, Qt::NoModifier);
+  QApplication::sendEvent(w, &ev);
+}
+
+/// Drags with the left button on the canvas from one scene point to another.
+inline void DragOnCanvas(GraphView* view, QPointF from, QPointF to) {
+  QWidget* vp = view->viewport();
+  const QPoint a = view->mapFromScene(from), b = view->mapFromScene(to);
+  SendMouse(vp, QEvent::MouseButtonPress, a, Qt::LeftButton, Qt::LeftButton);
+  SendMouse(vp, QEvent::MouseMove, (a + b) / 2, Qt::NoButton, Qt::LeftButton);
+  SendMouse(vp, QEvent::MouseMove, b, Qt::NoButton, Qt::LeftButton);
+  SendMouse(vp, QEvent::MouseButtonRelease, b, Qt::LeftButton, Qt::NoButton);
+}
+
+/// The scene position of a node's port (a failed expectation when there is none).
+inline QPointF PortPos(GraphScene* scene, const std::string& node, bool output,
+                       const std::string& port) {
+  NodeItem* item = scene->FindNode(node);
+  EXPECT_NE(item, nullptr) << node;
+  PortItem* p = item ? item->FindPort(output, port) : nullptr;
+  EXPECT_NE(p, nullptr) << node << "." << port;
+  return p ? p->scenePos() : QPointF();
+}
 
 }  // namespace blockflow::editor::testing

@@ -33,32 +33,12 @@
 namespace blockflow::editor {
 namespace {
 
+using testing::DragOnCanvas;
 using testing::EditorWindowTest;
 using testing::GraphFromJson;
 using testing::kAddGraph;
-
-void SendMouse(QWidget* w, QEvent::Type type, QPoint pos, Qt::MouseButton button,
-               Qt::MouseButtons buttons) {
-  QMouseEvent ev(type, QPointF(pos), QPointF(w->mapToGlobal(pos)), button, buttons, Qt::NoModifier);
-  QApplication::sendEvent(w, &ev);
-}
-
-void DragOnCanvas(GraphView* view, QPointF from, QPointF to) {
-  QWidget* vp = view->viewport();
-  const QPoint a = view->mapFromScene(from), b = view->mapFromScene(to);
-  SendMouse(vp, QEvent::MouseButtonPress, a, Qt::LeftButton, Qt::LeftButton);
-  SendMouse(vp, QEvent::MouseMove, (a + b) / 2, Qt::NoButton, Qt::LeftButton);
-  SendMouse(vp, QEvent::MouseMove, b, Qt::NoButton, Qt::LeftButton);
-  SendMouse(vp, QEvent::MouseButtonRelease, b, Qt::LeftButton, Qt::NoButton);
-}
-
-QPointF PortPos(GraphScene* scene, const std::string& node, bool output, const std::string& port) {
-  NodeItem* item = scene->FindNode(node);
-  EXPECT_NE(item, nullptr) << node;
-  PortItem* p = item ? item->FindPort(output, port) : nullptr;
-  EXPECT_NE(p, nullptr) << node << "." << port;
-  return p ? p->scenePos() : QPointF();
-}
+using testing::PortPos;
+using testing::SendMouse;
 
 QAction* FindAction(QWidget* w, const QString& text) {
   for (QAction* a : w->findChildren<QAction*>()) {
