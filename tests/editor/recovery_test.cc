@@ -245,18 +245,7 @@ TEST(EditorRunNothingLost, FailingAndCancelledRunsLeaveTheDocumentUnchanged) {
     {"id": "s", "op": "Add", "inputs": {"x": "r", "y": "big"}}]})";
   check(kernel_fails, true, "invalid graph");
   // Cancelled as soon as it starts.
-  std::string chain = R"({"format": "blockflow.graph", "version": 1, "nodes": [
-    {"id": "xs", "op": "Const", "attrs": {"dtype": "int32", "shape": [4], "value": [1, 160, 160, 48]}},
-    {"id": "ws", "op": "Const", "attrs": {"dtype": "int32", "shape": [4], "value": [3, 3, 48, 48]}},
-    {"id": "c0", "op": "RandomUniform", "inputs": {"shape": "xs"}},
-    {"id": "w", "op": "RandomUniform", "inputs": {"shape": "ws"}, "attrs": {"seed": 1}})";
-  for (int i = 1; i <= 10; ++i) {
-    chain += ",\n{\"id\": \"c" + std::to_string(i) +
-             "\", \"op\": \"Conv2D\", \"inputs\": " + "{\"input\": \"c" + std::to_string(i - 1) +
-             "\", \"filter\": \"w\"}, \"attrs\": " +
-             "{\"strides\": [1, 1, 1, 1], \"padding\": \"SAME\"}}";
-  }
-  chain += "]}";
+  const std::string chain = testing::ConvChainJson();
   QObject::connect(w.runner(), &RunController::nodeStarted, &w, [&w](const QString& id) {
     if (id == "c1") w.CancelRun();
   });

@@ -120,20 +120,7 @@ TEST(EditorRun, FeedOfTheWrongDTypeNamesTheFile) {
 TEST(EditorRun, CancelStopsTheRunAndKeepsTheUiUsable) {
   MainWindow w;
   w.SetScripted(true);
-  // A chain of ten convolutions: long enough that Cancel, requested when the first one
-  // starts, lands well before the end.
-  std::string json = R"({"format": "blockflow.graph", "version": 1, "nodes": [
-    {"id": "xs", "op": "Const", "attrs": {"dtype": "int32", "shape": [4], "value": [1, 160, 160, 48]}},
-    {"id": "ws", "op": "Const", "attrs": {"dtype": "int32", "shape": [4], "value": [3, 3, 48, 48]}},
-    {"id": "c0", "op": "RandomUniform", "inputs": {"shape": "xs"}},
-    {"id": "w", "op": "RandomUniform", "inputs": {"shape": "ws"}, "attrs": {"seed": 1}})";
-  for (int i = 1; i <= 10; ++i) {
-    json +=
-        ",\n{\"id\": \"c" + std::to_string(i) +
-        "\", \"op\": \"Conv2D\", \"inputs\": {\"input\": \"c" + std::to_string(i - 1) +
-        "\", \"filter\": \"w\"}, \"attrs\": {\"strides\": [1, 1, 1, 1], \"padding\": \"SAME\"}}";
-  }
-  json += "]}";
+  const std::string json = testing::ConvChainJson();
   w.document()->Reset(testing::GraphFromJson(json));
   ASSERT_TRUE(w.document()->analysis().ok()) << w.document()->analysis().issues[0].ToString();
   QObject::connect(w.runner(), &RunController::nodeStarted, &w, [&w](const QString& id) {

@@ -97,4 +97,21 @@ inline QPointF PortPos(GraphScene* scene, const std::string& node, bool output,
   return p ? p->scenePos() : QPointF();
 }
 
+/// A chain of ten 3x3 convolutions on a 160x160x48 random input: long enough that a Cancel
+/// requested when the first one starts lands well before the end.
+inline std::string ConvChainJson() {
+  std::string json = R"({"format": "blockflow.graph", "version": 1, "nodes": [
+    {"id": "xs", "op": "Const", "attrs": {"dtype": "int32", "shape": [4], "value": [1, 160, 160, 48]}},
+    {"id": "ws", "op": "Const", "attrs": {"dtype": "int32", "shape": [4], "value": [3, 3, 48, 48]}},
+    {"id": "c0", "op": "RandomUniform", "inputs": {"shape": "xs"}},
+    {"id": "w", "op": "RandomUniform", "inputs": {"shape": "ws"}, "attrs": {"seed": 1}})";
+  for (int i = 1; i <= 10; ++i) {
+    json +=
+        ",\n{\"id\": \"c" + std::to_string(i) +
+        "\", \"op\": \"Conv2D\", \"inputs\": {\"input\": \"c" + std::to_string(i - 1) +
+        "\", \"filter\": \"w\"}, \"attrs\": {\"strides\": [1, 1, 1, 1], \"padding\": \"SAME\"}}";
+  }
+  return json + "]}";
+}
+
 }  // namespace blockflow::editor::testing
