@@ -73,6 +73,17 @@ const std::vector<DType>& FloatDTypes() {
   return floats;
 }
 
+const std::vector<DType>& NumericDTypes() {
+  static const std::vector<DType> numeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                                             DType::kFloat64, DType::kInt32,    DType::kInt64};
+  return numeric;
+}
+
+const std::vector<DType>& IndexDTypes() {
+  static const std::vector<DType> index = {DType::kInt32, DType::kInt64};
+  return index;
+}
+
 // float32 → binary16 with round-to-nearest-even, handling subnormals, overflow and NaN.
 uint16_t FloatToHalfBits(float f) {
   uint32_t x;

@@ -40,6 +40,10 @@ bool IsFloatingDType(DType dtype);
 const std::vector<DType>& AllDTypes();
 /// The four floating dtypes a convolution block accepts.
 const std::vector<DType>& FloatDTypes();
+/// The floating dtypes plus int32 and int64: what arithmetic blocks accept.
+const std::vector<DType>& NumericDTypes();
+/// int32 and int64: shapes, sizes and axes.
+const std::vector<DType>& IndexDTypes();
 
 /// Converts float32 to IEEE binary16 bits, rounding to nearest even (overflow gives inf).
 uint16_t FloatToHalfBits(float f);

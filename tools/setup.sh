@@ -3,7 +3,8 @@
 # builds into build/: everything, or only the targets named on the command line
 # (`bash tools/setup.sh blockflow` installs what the program needs and builds it alone; a later
 # run without arguments installs and builds the rest). Environment knobs:
-#   BUILD_DIR=build  BUILD_TYPE=Release  BLOCKFLOW_WERROR=OFF  JOBS=$(nproc)
+#   BUILD_DIR=build  BUILD_TYPE=Release  BLOCKFLOW_WERROR=OFF  BLOCKFLOW_UNITY_BUILD=ON
+#   JOBS=$(nproc)
 #   SETUP_PACKAGES_ONLY=1: install the packages and stop; EXTRA_PACKAGES="...": install these
 #   too (tools/sanitize.sh uses both)
 set -euo pipefail
@@ -11,14 +12,16 @@ cd "$(dirname "$0")/.."
 
 # The `blockflow` program alone needs only these; the rest is for the editor, the tests, the
 # benchmarks, the Python module and the MPI runner.
-packages=(build-essential cmake pkg-config nlohmann-json3-dev libprotobuf-dev protobuf-compiler)
-rest=(libgtest-dev libgmock-dev libbenchmark-dev qt6-base-dev libgl-dev fonts-dejavu-core python3-numpy
+packages=(build-essential cmake pkg-config nlohmann-json3-dev)
+rest=(libprotobuf-dev protobuf-compiler  # `blockflow import-tf` (BLOCKFLOW_BUILD_IMPORT_TF)
+      libgtest-dev libgmock-dev libbenchmark-dev qt6-base-dev libgl-dev fonts-dejavu-core python3-numpy
       pybind11-dev python3-pybind11 python3-pytest python3-dev
       libgraphviz-dev             # the editor's View > Arrange (dot); optional
       libopenmpi-dev openmpi-bin  # these two: `blockflow run --shard` (BLOCKFLOW_MPI)
       libdnnl-dev)  # oneDNN, for the bf_vs_onednn benchmark only (never linked into blockflow)
-# `setup.sh blockflow` installs and configures only what the program needs (the first result
-# comes sooner); any other call sets up everything.
+# `setup.sh blockflow` installs and configures only what running a graph needs (the first result
+# comes sooner: no GraphDef import, so no protobuf); any other call sets up everything. Both
+# compile the libraries in unity batches (BLOCKFLOW_UNITY_BUILD), which halves a fresh build.
 program_only=OFF
 [ "$*" = "blockflow" ] && program_only=ON
 [ "$program_only" = OFF ] && packages+=("${rest[@]}")
@@ -44,7 +47,9 @@ everything=ON
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
       -DBLOCKFLOW_WERROR="${BLOCKFLOW_WERROR:-OFF}" -DBLOCKFLOW_BUILD_EDITOR=$everything \
       -DBLOCKFLOW_BUILD_TESTS=$everything -DBLOCKFLOW_BUILD_BENCH=$everything \
-      -DBLOCKFLOW_BUILD_PYTHON=$everything -DBLOCKFLOW_MPI=$everything >/dev/null
+      -DBLOCKFLOW_BUILD_PYTHON=$everything -DBLOCKFLOW_MPI=$everything \
+      -DBLOCKFLOW_BUILD_IMPORT_TF=$everything -DBLOCKFLOW_UNITY_BUILD="${BLOCKFLOW_UNITY_BUILD:-ON}" \
+      >/dev/null
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build "$build_dir" -j"${JOBS:-$(nproc)}" ${targets[@]+"${targets[@]}"}

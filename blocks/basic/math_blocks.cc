@@ -6,9 +6,6 @@
 namespace blockflow {
 namespace {
 
-const std::vector<DType> kNumeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
-                                     DType::kFloat64, DType::kInt32,    DType::kInt64};
-
 // NumPy broadcasting: align from the right; sizes must match or one must be 1.
 Expected<Shape> BroadcastShape(const Shape& a, const Shape& b) {
   const int rank = std::max(a.rank(), b.rank());
@@ -127,29 +124,29 @@ void BinaryKernel(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
 
 void RegisterBinary(OpRegistry& registry, const std::string& name, BinaryOp op, Linearity linearity,
                     const std::string& doc) {
-  registry.Register(OpSchema(name)
-                        .Category("Math")
-                        .Doc(doc + " With NumPy broadcasting.")
-                        .Input("x", kNumeric, "First operand.")
-                        .Input("y", kNumeric, "Second operand; broadcast against x.")
-                        .Output("z", kNumeric, "The result, with the broadcast shape of x and y.")
-                        .Batch(BatchRule::Elementwise(linearity))
-                        .SameDType({"x", "y"})
-                        .SetShapeFn([](InferContext& c) {
-                          ASSIGN_OR_RETURN(Shape s,
-                                           BroadcastShape(c.input(0).shape, c.input(1).shape));
-                          c.SetOutput(0, c.input(0).dtype, s);
-                          return Status::OK();
-                        })
-                        .SetReferenceKernel([op](KernelContext& k) {
-                          Tensor& out = k.AllocateUninitializedOutput(0);  // every element set
-                          DispatchAll(out.dtype(), [&](auto t) {
-                            using T = decltype(t);
-                            if constexpr (!std::is_same_v<T, bool>)
-                              BinaryKernel<T>(op, k.input(0), k.input(1), out);
-                          });
-                          return Status::OK();
-                        }));
+  registry.Register(
+      OpSchema(name)
+          .Category("Math")
+          .Doc(doc + " With NumPy broadcasting.")
+          .Input("x", NumericDTypes(), "First operand.")
+          .Input("y", NumericDTypes(), "Second operand; broadcast against x.")
+          .Output("z", NumericDTypes(), "The result, with the broadcast shape of x and y.")
+          .Batch(BatchRule::Elementwise(linearity))
+          .SameDType({"x", "y"})
+          .SetShapeFn([](InferContext& c) {
+            ASSIGN_OR_RETURN(Shape s, BroadcastShape(c.input(0).shape, c.input(1).shape));
+            c.SetOutput(0, c.input(0).dtype, s);
+            return Status::OK();
+          })
+          .SetReferenceKernel([op](KernelContext& k) {
+            Tensor& out = k.AllocateUninitializedOutput(0);  // every element set
+            DispatchAll(out.dtype(), [&](auto t) {
+              using T = decltype(t);
+              if constexpr (!std::is_same_v<T, bool>)
+                BinaryKernel<T>(op, k.input(0), k.input(1), out);
+            });
+            return Status::OK();
+          }));
 }
 
 // Sum: reduces `input` over the axes in `axis` (negative counts from the end).
@@ -217,10 +214,10 @@ void RegisterMathBlocks(OpRegistry& registry) {
           .Category("Math")
           .Doc("Sum of `input` over the dimensions in `axis`. Floats accumulate in float64 and "
                "round once.")
-          .Input("input", kNumeric, "The tensor to reduce.")
+          .Input("input", NumericDTypes(), "The tensor to reduce.")
           .Input("axis", {DType::kInt32, DType::kInt64},
                  "Dimensions to reduce; negative counts from the end.")
-          .Output("output", kNumeric, "The reduced tensor.")
+          .Output("output", NumericDTypes(), "The reduced tensor.")
           .Batch(BatchRule::Fn(SumBatch))
           .Attr("keep_dims", AttrType::kBool, false, "Keep reduced dimensions with size 1.")
           .SetShapeFn([](InferContext& c) {

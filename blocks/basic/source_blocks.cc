@@ -13,10 +13,6 @@
 namespace blockflow {
 namespace {
 
-const std::vector<DType> kNumeric = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
-                                     DType::kFloat64, DType::kInt32,    DType::kInt64};
-const std::vector<DType> kIndex = {DType::kInt32, DType::kInt64};
-
 // One number of a Const `value`: a JSON number or bool, or "nan", "inf", "-inf" for floats
 // (JSON has no spelling for them). Integers must fit the dtype.
 Expected<double> ConstValue(const nlohmann::json& v, DType dtype) {
@@ -296,9 +292,9 @@ void RegisterSourceBlocks(OpRegistry& registry) {
       OpSchema("Fill")
           .Category("Basic")
           .Doc("A tensor of shape `dims` filled with the scalar `value`.")
-          .Input("dims", kIndex, "1-D output shape.")
-          .Input("value", kNumeric, "0-D value to fill with.")
-          .Output("output", kNumeric, "The filled tensor.")
+          .Input("dims", IndexDTypes(), "1-D output shape.")
+          .Input("value", NumericDTypes(), "0-D value to fill with.")
+          .Output("output", NumericDTypes(), "The filled tensor.")
           .Batch(BatchRule::Fn([](const BatchContext& c) {
             // Filled to the shape of a split tensor: split the same way.
             const BatchValue& dims = c.batch[0];
@@ -369,7 +365,7 @@ void RegisterSourceBlocks(OpRegistry& registry) {
                         : "Uniform values in [0, 1). Deterministic: the same (seed, seed2) give "
                           "the same tensor on "
                           "every run and thread count.")
-            .Input("shape", kIndex, "1-D output shape.")
+            .Input("shape", IndexDTypes(), "1-D output shape.")
             .Output("output", FloatDTypes(), "The random tensor.")
             .Attr("dtype", AttrType::kDType, "float32", "Output type (a floating type).")
             .Attr("seed", AttrType::kInt, 0, "Seed.")

@@ -143,7 +143,7 @@ void RegisterConv(OpRegistry& registry, OpSchema s, bool depthwise, ConvShapeFn 
 
 void RegisterConvBlocks(OpRegistry& registry) {
   const std::vector<DType>& kT = FloatDTypes();
-  const std::vector<DType> kSizes = {DType::kInt32, DType::kInt64};
+  const std::vector<DType>& kSizes = IndexDTypes();
 
   {
     OpSchema s("Conv2D");

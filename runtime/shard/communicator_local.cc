@@ -17,7 +17,7 @@ class SingleProcess final : public Communicator {
   std::vector<std::string> Gather(const std::string& bytes, int) override { return {bytes}; }
   void GatherInto(const void* data, size_t bytes, void* dest, const std::vector<size_t>&,
                   int) override {
-    if (bytes) std::memcpy(dest, data, bytes);
+    if (bytes != 0 && dest != nullptr) std::memcpy(dest, data, bytes);
   }
   void AllreduceSum(void*, int64_t, DType) override {}
   size_t max_message_bytes() const override { return SIZE_MAX; }
