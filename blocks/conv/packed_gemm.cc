@@ -18,7 +18,7 @@ namespace {
 // while every A block passes over them.
 constexpr int64_t kKc = 256;
 constexpr int64_t kMcPanels = 20;
-constexpr int64_t kBBlockBytes = 384 << 10;
+constexpr int64_t kBBlockBytes = 512 << 10;
 // The columns of a B block: kBBlockBytes of kKc rows, in whole panels of nr.
 constexpr int64_t NcFor(int64_t nr, size_t elem_size) {
   const int64_t nc = kBBlockBytes / (kKc * static_cast<int64_t>(elem_size)) / nr * nr;
@@ -82,16 +82,23 @@ BF_CONV_INLINE void PackA(const MatrixView<C>& a, int64_t i0, int64_t mc, int64_
     }
     return;
   }
-  // Columns are contiguous along i: per k, runs over the block's rows.
+  // Columns are contiguous along i: per k, runs over the block's rows, copied a micro-panel
+  // lane range at a time (whole panels of MR when the run allows).
   const int64_t valid = std::min(mc, rows - i0);
   for (int64_t k = 0; k < kc; ++k) {
     for (int64_t r = 0; r < valid;) {
       int64_t len = 0;
       const C* src = Run(a, i0 + r, k0 + k, &len);
       len = std::min(len, valid - r);
-      for (int64_t u = 0; u < len; ++u) {
-        const int64_t rr = r + u;
-        ap[rr / MR * kc * MR + k * MR + rr % MR] = src == nullptr ? C{0} : src[u];
+      for (int64_t u = 0; u < len;) {
+        const int64_t rr = r + u, lane = rr % MR, count = std::min<int64_t>(MR - lane, len - u);
+        C* dst = ap + rr / MR * kc * MR + k * MR + lane;
+        if (count == MR) {
+          for (int l = 0; l < MR; ++l) dst[l] = src == nullptr ? C{0} : src[u + l];
+        } else {
+          for (int64_t l = 0; l < count; ++l) dst[l] = src == nullptr ? C{0} : src[u + l];
+        }
+        u += count;
       }
       r += len;
     }

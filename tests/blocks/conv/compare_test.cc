@@ -27,7 +27,7 @@ using ::blockflow::testing::TensorsClose;
 // a 1x1 stride-1 unpadded layer or <= 64 output pixels with >= 64 channels each side), sized to
 // leave remainders in every blocking dimension: rows against the register tiles (6 with
 // AVX-512 and AVX2, 2 baseline) and the 120-row A blocks, columns against the 16/32/64-wide
-// panels and the 384-float B blocks, depth against the 256-deep K blocks.
+// panels and the 512-float B blocks, depth against the 256-deep K blocks.
 std::vector<Problem> GemmProblems() {
   struct Gemm {
     const char* format;
@@ -37,9 +37,9 @@ std::vector<Problem> GemmProblems() {
   const Gemm gemms[] = {
       // 1x1: 154 pixels (2 A blocks, a partial tile), 37 -> 45 channels (partial panels).
       {"NHWC", "VALID", 2, 7, 11, 37, 45, 1, 1, 1, 1, 1, 1},
-      // 1x1, SAME (no padding at 1x1 stride 1), NCHW: K 260 (> 256) forward and 390 back,
-      // N 390 (> 384) forward and 260 back.
-      {"NCHW", "SAME", 2, 7, 11, 260, 390, 1, 1, 1, 1, 1, 1},
+      // 1x1, SAME (no padding at 1x1 stride 1), NCHW: K 260 (> 256) forward and 530 back,
+      // N 530 (> 512) forward and filter gradient, 260 back.
+      {"NCHW", "SAME", 2, 7, 11, 260, 530, 1, 1, 1, 1, 1, 1},
       // The full window, VALID: one output pixel per image, K = 5 * 4 * 70 = 1400.
       {"NHWC", "VALID", 3, 5, 4, 70, 66, 5, 4, 1, 1, 1, 1},
       // Small spatial, many channels: fc6 cut down (6x6, 3x3 VALID, 16 pixels per image).
