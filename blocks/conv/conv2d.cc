@@ -598,6 +598,37 @@ void GemmForward(const ConvState& state, const Tensor& input, const Tensor& filt
   if (!ctx.cancelled()) ops.StoreOutput(y, output);
 }
 
+// The input gradient's col2im: adds the column block [j0, j1) of the column rows [r0, r1),
+// held at `col` (`slab` elements per row), into the input pixels their taps read.
+template <typename C>
+struct Col2im {
+  const ConvGeometry* g;
+  C* dx;
+  const C* col;
+  int64_t slab, r0, r1;
+
+  static void Add(void* self, int64_t j0, int64_t j1) {
+    const Col2im& s = *static_cast<const Col2im*>(self);
+    const ConvGeometry& g = *s.g;
+    const int64_t ci = g.in_depth, pixels = g.out_h * g.out_w;
+    for (int64_t r = s.r0; r < s.r1; ++r) {
+      const int64_t img = r / pixels, oh = r % pixels / g.out_w, ow = r % g.out_w;
+      const C* row = s.col + (r - s.r0) * s.slab - j0;
+      for (int64_t q = j0; q < j1;) {  // q = tap * ci + c
+        const int64_t tap = q / ci, c0 = q % ci, count = std::min(ci - c0, j1 - q);
+        const int64_t ih = g.input_row(oh, tap / g.filter_w);
+        const int64_t iw = g.input_col(ow, tap % g.filter_w);
+        if (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w) {
+          C* __restrict d = s.dx + ((img * g.in_h + ih) * g.in_w + iw) * ci + c0;
+          const C* __restrict v = row + q;
+          for (int64_t u = 0; u < count; ++u) d[u] += v[u];
+        }
+        q += count;
+      }
+    }
+  }
+};
+
 template <typename T>
 void GemmBackpropInput(const ConvState& state, const Tensor& filter, const Tensor& out_backprop,
                        Tensor* input_grad, const KernelContext& ctx) {
@@ -611,18 +642,19 @@ void GemmBackpropInput(const ConvState& state, const Tensor& filter, const Tenso
   const int64_t pixels = g.out_h * g.out_w, n = taps * ci;
   const bool pointwise = IsPointwise(g);
   const GemmTile tile = ActiveGemmTile(sizeof(C));
-  // Threads take whole images (col2im adds into the pixels of its own images only); the
-  // columns go in chunks of `chunk` rows, at most kColumnBytes of them per thread.
+  // Threads take whole images (col2im adds into the pixels of its own images only). The column
+  // matrix goes a GEMM column block (`slab` columns) at a time through a buffer of `span` rows,
+  // at most kColumnBytes: whole images when one fits, else row ranges from each image's start,
+  // so the order of the sums into an image, and so their bits, depend on the geometry alone.
   constexpr int64_t kColumnBytes = 4 << 20;
-  const int64_t chunk =
-      pointwise
-          ? 0
-          : std::max<int64_t>(tile.mr, kColumnBytes / int64_t{sizeof(C)} / n / tile.mr * tile.mr);
+  const int64_t slab = GemmColumnBlock(tile, sizeof(C));
+  const int64_t rows_max = std::max<int64_t>(tile.mr, kColumnBytes / int64_t{sizeof(C)} / slab);
+  const int64_t span = pointwise ? 0 : pixels <= rows_max ? rows_max / pixels * pixels : rows_max;
   const int nt = static_cast<int>(
       std::min<int64_t>(g.batch, ThreadsFor(ctx.num_threads, g.batch * pixels * n * co, 1 << 18)));
   Reused<C> work(kSlotGemmWork);
   const int64_t gemm_work = GemmWorkspaceElements(tile, sizeof(C));
-  const int64_t per_thread = gemm_work + chunk * n;
+  const int64_t per_thread = gemm_work + span * slab;
   work->resize(static_cast<size_t>(nt * per_thread));
   const MatrixView<C> a = MatrixView<C>::Dense(dy, co, co, false);
   // B[co, (tap, ci)] = w[tap, ci, co]: the HWIO filter read along co.
@@ -635,26 +667,19 @@ void GemmBackpropInput(const ConvState& state, const Tensor& filter, const Tenso
     if (pointwise) {
       GemmRows(a, b, b0 * pixels, b1 * pixels, n, co, dx + b0 * pixels * ci, ci, ap, tile, ctx);
     } else {
-      C* col = ap + gemm_work;
       const int64_t image = g.in_h * g.in_w * ci;
       std::fill(dx + b0 * image, dx + b1 * image, C{0});
-      for (int64_t r0 = b0 * pixels; r0 < b1 * pixels && !ctx.cancelled(); r0 += chunk) {
-        const int64_t r1 = std::min(b1 * pixels, r0 + chunk);
-        GemmRows(a, b, r0, r1, n, co, col, n, ap, tile, ctx);
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t img = r / pixels, oh = r % pixels / g.out_w, ow = r % g.out_w;
-          for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-            const int64_t ih = g.input_row(oh, kh);
-            if (ih < 0 || ih >= g.in_h) continue;
-            for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-              const int64_t iw = g.input_col(ow, kw);
-              if (iw < 0 || iw >= g.in_w) continue;
-              C* __restrict d = dx + ((img * g.in_h + ih) * g.in_w + iw) * ci;
-              const C* __restrict s = col + (r - r0) * n + (kh * g.filter_w + kw) * ci;
-              for (int64_t c = 0; c < ci; ++c) d[c] += s[c];
-            }
-          }
+      Col2im<C> sc{&g, dx, ap + gemm_work, slab, 0, 0};
+      const ColumnSink sink{&Col2im<C>::Add, &sc};
+      for (int64_t img = b0; img < b1 && !ctx.cancelled();) {
+        // Whole images [img, img + count) when they fit, else rows of the one image.
+        const int64_t count = pixels <= span ? std::min(b1 - img, span / pixels) : 1;
+        for (int64_t r = 0; r < count * pixels; r += span) {
+          sc.r0 = img * pixels + r;
+          sc.r1 = img * pixels + std::min(count * pixels, r + span);
+          GemmRows(a, b, sc.r0, sc.r1, n, co, ap + gemm_work, slab, ap, tile, ctx, &sink);
         }
+        img += count;
       }
     }
   }

@@ -182,13 +182,14 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* __res
 template <typename C, int MR, int NV>
 BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,
                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,
-                              const KernelContext& ctx) {
+                              const KernelContext& ctx, const ColumnSink* sink) {
   constexpr int64_t L = 64 / sizeof(C), NR = NV * L, Mc = kMcPanels * MR;
   constexpr int64_t Nc = NcFor(NR, sizeof(C));
   C* ap = work;
   C* bp = work + Mc * kKc;
   for (int64_t jc = 0; jc < n; jc += Nc) {
     const int64_t nc = std::min(Nc, n - jc);
+    C* cblock = sink == nullptr ? c + jc : c;
     for (int64_t pc = 0; pc < k; pc += kKc) {
       if (ctx.cancelled()) return;
       const int64_t kc = std::min(kKc, k - pc);
@@ -198,11 +199,12 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
         PackA<C, MR>(a, ic, mc, m1, pc, kc, ap);
         for (int64_t ir = 0; ir < mc; ir += MR)
           for (int64_t jr = 0; jr < nc; jr += NR)
-            MicroTile<C, MR, NV>(kc, ap + ir * kc, bp + jr * kc, c + (ic - m0 + ir) * ldc + jc + jr,
+            MicroTile<C, MR, NV>(kc, ap + ir * kc, bp + jr * kc, cblock + (ic - m0 + ir) * ldc + jr,
                                  ldc, std::min<int64_t>(MR, mc - ir), std::min(NR, nc - jr),
                                  pc > 0);
       }
     }
+    if (sink != nullptr) sink->fn(sink->state, jc, jc + nc);
   }
 }
 
@@ -211,8 +213,8 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
 #define BF_GEMM_ROWS_VARIANT(Suffix, Target, Tile, C)                                        \
   Target void GemmRows##Suffix(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,   \
                                int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work, \
-                               const KernelContext& ctx) {                                   \
-    GemmRowsT<C, Tile.mr, Tile.nv>(a, b, m0, m1, n, k, c, ldc, work, ctx);                   \
+                               const KernelContext& ctx, const ColumnSink* sink) {           \
+    GemmRowsT<C, Tile.mr, Tile.nv>(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);             \
   }
 // NOLINTEND(bugprone-macro-parentheses)
 BF_GEMM_ROWS_VARIANT(Avx512, BF_TARGET_AVX512, kTileAvx512, float)
@@ -232,31 +234,40 @@ GemmTile TileOf(Isa isa, size_t elem_size) {
 
 GemmTile ActiveGemmTile(size_t elem_size) { return TileOf(ActiveIsa(), elem_size); }
 
+int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size) {
+  return NcFor(tile.nr, elem_size);
+}
+
 int64_t GemmWorkspaceElements(const GemmTile& tile, size_t elem_size) {
   return kMcPanels * tile.mr * kKc + NcFor(tile.nr, elem_size) * kKc;
 }
 
 template <typename C>
 void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_t m1, int64_t n,
-              int64_t k, C* c, int64_t ldc, C* work, const GemmTile& tile,
-              const KernelContext& ctx) {
+              int64_t k, C* c, int64_t ldc, C* work, const GemmTile& tile, const KernelContext& ctx,
+              const ColumnSink* sink) {
   if (m0 >= m1 || n <= 0) return;
   if (k <= 0) {  // an empty sum
-    for (int64_t i = m0; i < m1; ++i) std::fill(c + (i - m0) * ldc, c + (i - m0) * ldc + n, C{0});
+    const int64_t block = sink == nullptr ? n : GemmColumnBlock(tile, sizeof(C));
+    for (int64_t j0 = 0; j0 < n; j0 += block) {
+      const int64_t j1 = std::min(n, j0 + block);
+      for (int64_t i = m0; i < m1; ++i) std::fill_n(c + (i - m0) * ldc, j1 - j0, C{0});
+      if (sink != nullptr) sink->fn(sink->state, j0, j1);
+    }
     return;
   }
-  // The variant whose tile packed B (ActiveGemmTile's, so one this CPU runs).
+  // The variant of `tile` (ActiveGemmTile's, so one this CPU runs).
   const auto same = [&](const GemmTile& t) { return t.mr == tile.mr && t.nv == tile.nv; };
-  if (same(kTileAvx512)) return GemmRowsAvx512(a, b, m0, m1, n, k, c, ldc, work, ctx);
-  if (same(kTileAvx2)) return GemmRowsAvx2(a, b, m0, m1, n, k, c, ldc, work, ctx);
-  return GemmRowsBase(a, b, m0, m1, n, k, c, ldc, work, ctx);
+  if (same(kTileAvx512)) return GemmRowsAvx512(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);
+  if (same(kTileAvx2)) return GemmRowsAvx2(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);
+  return GemmRowsBase(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);
 }
 
 template void GemmRows<float>(const MatrixView<float>&, const MatrixView<float>&, int64_t, int64_t,
                               int64_t, int64_t, float*, int64_t, float*, const GemmTile&,
-                              const KernelContext&);
+                              const KernelContext&, const ColumnSink*);
 template void GemmRows<double>(const MatrixView<double>&, const MatrixView<double>&, int64_t,
                                int64_t, int64_t, int64_t, double*, int64_t, double*,
-                               const GemmTile&, const KernelContext&);
+                               const GemmTile&, const KernelContext&, const ColumnSink*);
 
 }  // namespace blockflow::conv::internal

@@ -67,13 +67,24 @@ GemmTile ActiveGemmTile(size_t elem_size);
 /// Elements of one thread's workspace: one packed A block and one packed B block.
 int64_t GemmWorkspaceElements(const GemmTile& tile, size_t elem_size);
 
+/// Receives each block of columns [j0, j1) of C once its sums are complete (see GemmRows).
+struct ColumnSink {
+  void (*fn)(void* state, int64_t j0, int64_t j1) = nullptr;
+  void* state = nullptr;
+};
+/// The columns of C a ColumnSink receives at a time (at most).
+int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size);
+
 /// C[i, :] = A[i, :] * B for the rows i in [m0, m1) of the m x k A and the k x n B, written at
-/// c + (i - m0) * ldc, with `work` a workspace of GemmWorkspaceElements. Every row is
-/// summed over k in the same order whichever range it is computed in, so results do not
-/// depend on how rows are shared among threads. Stops between blocks once `ctx.cancelled()`.
+/// c + (i - m0) * ldc + j, with `work` a workspace of GemmWorkspaceElements. With a `sink`, C is
+/// computed one block of GemmColumnBlock columns [j0, j1) at a time into the same buffer (column
+/// j at c + (i - m0) * ldc + j - j0, so ldc >= GemmColumnBlock suffices), and the sink takes
+/// each block before the next overwrites it. Every row is summed over k in the same order
+/// whichever range it is computed in, so results do not depend on how rows are shared among
+/// threads. Stops between blocks once `ctx.cancelled()`.
 template <typename C>
 void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_t m1, int64_t n,
-              int64_t k, C* c, int64_t ldc, C* work, const GemmTile& tile,
-              const KernelContext& ctx);
+              int64_t k, C* c, int64_t ldc, C* work, const GemmTile& tile, const KernelContext& ctx,
+              const ColumnSink* sink = nullptr);
 
 }  // namespace blockflow::conv::internal
