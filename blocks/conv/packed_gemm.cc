@@ -146,21 +146,36 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
 
 // One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k ap[k][r] * bp[k][j], only
 // the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds.
-template <typename C, int MR, int NV>
-BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* __restrict bp,
-                              C* __restrict c, int64_t ldc, int64_t rows, int64_t cols,
-                              bool accumulate) {
+// A is a packed micro-panel [kc][MR] (kPacked), or else MR rows of a row-major A `lda` apart
+// (rows past `rows` read the last row again; their sums are not stored).
+template <typename C, int MR, int NV, bool kPacked>
+BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, int64_t lda,
+                              const C* __restrict bp, C* __restrict c, int64_t ldc, int64_t rows,
+                              int64_t cols, bool accumulate) {
   using Vec = typename VecOf<C>::type;
   constexpr int L = sizeof(Vec) / sizeof(C), NR = NV * L;
   Vec acc[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = Vec{};
-  for (int64_t k = 0; k < kc; ++k) {
-    Vec b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = LoadVec(bp + k * NR + v * L);
-    for (int r = 0; r < MR; ++r) {
-      const C s = ap[k * MR + r];
-      for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
+  if constexpr (kPacked) {
+    for (int64_t k = 0; k < kc; ++k) {
+      Vec b[NV];
+      for (int v = 0; v < NV; ++v) b[v] = LoadVec(bp + k * NR + v * L);
+      for (int r = 0; r < MR; ++r) {
+        const C s = ap[k * MR + r];
+        for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
+      }
+    }
+  } else {
+    const C* arow[MR];
+    for (int r = 0; r < MR; ++r) arow[r] = ap + std::min<int64_t>(r, rows - 1) * lda;
+    for (int64_t k = 0; k < kc; ++k) {
+      Vec b[NV];
+      for (int v = 0; v < NV; ++v) b[v] = LoadVec(bp + k * NR + v * L);
+      for (int r = 0; r < MR; ++r) {
+        const C s = arow[r][k];
+        for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
+      }
     }
   }
   if (rows == MR && cols == NR) {
@@ -187,6 +202,9 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
   constexpr int64_t Nc = NcFor(NR, sizeof(C));
   C* ap = work;
   C* bp = work + Mc * kKc;
+  // A plain row-major A is read in place: its rows are already contiguous along k, and packing
+  // would cost one store per element for every block of Nc columns.
+  const bool direct = a.kind == MatrixView<C>::Kind::kDense && !a.transposed;
   for (int64_t jc = 0; jc < n; jc += Nc) {
     const int64_t nc = std::min(Nc, n - jc);
     C* cblock = sink == nullptr ? c + jc : c;
@@ -196,12 +214,21 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
       PackB<C, NR>(b, pc, kc, jc, nc, n, bp);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
         const int64_t mc = std::min(Mc, m1 - ic);
-        PackA<C, MR>(a, ic, mc, m1, pc, kc, ap);
-        for (int64_t ir = 0; ir < mc; ir += MR)
-          for (int64_t jr = 0; jr < nc; jr += NR)
-            MicroTile<C, MR, NV>(kc, ap + ir * kc, bp + jr * kc, cblock + (ic - m0 + ir) * ldc + jr,
-                                 ldc, std::min<int64_t>(MR, mc - ir), std::min(NR, nc - jr),
-                                 pc > 0);
+        if (!direct) PackA<C, MR>(a, ic, mc, m1, pc, kc, ap);
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+          const int64_t rows = std::min<int64_t>(MR, mc - ir);
+          C* crow = cblock + (ic - m0 + ir) * ldc;
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            const int64_t cols = std::min(NR, nc - jr);
+            if (direct) {
+              MicroTile<C, MR, NV, false>(kc, a.data + (ic + ir) * a.ld + pc, a.ld, bp + jr * kc,
+                                          crow + jr, ldc, rows, cols, pc > 0);
+            } else {
+              MicroTile<C, MR, NV, true>(kc, ap + ir * kc, MR, bp + jr * kc, crow + jr, ldc, rows,
+                                         cols, pc > 0);
+            }
+          }
+        }
       }
     }
     if (sink != nullptr) sink->fn(sink->state, jc, jc + nc);
