@@ -712,11 +712,23 @@ void GemmBackpropFilter(const ConvState& state, const Tensor& input, const Tenso
     sums->resize(static_cast<size_t>(m * n));
     dw = sums.data();
   }
+  // Threads share the rows of dw, or its columns when those are more (a 1x1 layer's 256 x 1024:
+  // each thread then packs only its columns of dy, the larger operand, instead of all of it).
+  const bool by_columns = n > m;
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
-    const auto [m0, m1] = RowsOf(m, nt, t, tile.mr);
-    GemmRows(a, b, m0, m1, n, k, dw + m0 * n, n, work.data() + t * per_thread, tile, ctx);
+    C* mine = work.data() + t * per_thread;
+    if (by_columns) {
+      const auto [n0, n1] = RowsOf(n, nt, t, tile.nr);
+      if (n0 < n1) {
+        const MatrixView<C> bt = MatrixView<C>::Dense(dy + n0, n, n1 - n0, false);
+        GemmRows(a, bt, 0, m, n1 - n0, k, dw + n0, n, mine, tile, ctx);
+      }
+    } else {
+      const auto [m0, m1] = RowsOf(m, nt, t, tile.mr);
+      GemmRows(a, b, m0, m1, n, k, dw + m0 * n, n, mine, tile, ctx);
+    }
   }
   if constexpr (!std::is_same_v<T, C>) {
     if (!ctx.cancelled()) {
