@@ -668,12 +668,13 @@ void GemmBackpropInput(const ConvState& state, const Tensor& filter, const Tenso
       GemmRows(a, b, b0 * pixels, b1 * pixels, n, co, dx + b0 * pixels * ci, ci, ap, tile, ctx);
     } else {
       const int64_t image = g.in_h * g.in_w * ci;
-      std::fill(dx + b0 * image, dx + b1 * image, C{0});
       Col2im<C> sc{&g, dx, ap + gemm_work, slab, 0, 0};
       const ColumnSink sink{&Col2im<C>::Add, &sc};
       for (int64_t img = b0; img < b1 && !ctx.cancelled();) {
         // Whole images [img, img + count) when they fit, else rows of the one image.
         const int64_t count = pixels <= span ? std::min(b1 - img, span / pixels) : 1;
+        // Zeroed group by group: a run cancelled before it starts writes nothing.
+        std::fill(dx + img * image, dx + (img + count) * image, C{0});
         for (int64_t r = 0; r < count * pixels; r += span) {
           sc.r0 = img * pixels + r;
           sc.r1 = img * pixels + std::min(count * pixels, r + span);
