@@ -650,8 +650,9 @@ void GemmBackpropInput(const ConvState& state, const Tensor& filter, const Tenso
   const int64_t slab = GemmColumnBlock(tile, sizeof(C));
   const int64_t rows_max = std::max<int64_t>(tile.mr, kColumnBytes / int64_t{sizeof(C)} / slab);
   const int64_t span = pointwise ? 0 : pixels <= rows_max ? rows_max / pixels * pixels : rows_max;
-  const int nt = static_cast<int>(
-      std::min<int64_t>(g.batch, ThreadsFor(ctx.num_threads, g.batch * pixels * n * co, 1 << 18)));
+  // A 1x1 layer's rows are independent: any split. Else at most one thread per image.
+  const int wanted = ThreadsFor(ctx.num_threads, g.batch * pixels * n * co, 1 << 18);
+  const int nt = pointwise ? wanted : static_cast<int>(std::min<int64_t>(g.batch, wanted));
   Reused<C> work(kSlotGemmWork);
   const int64_t gemm_work = GemmWorkspaceElements(tile, sizeof(C));
   const int64_t per_thread = gemm_work + span * slab;
@@ -665,7 +666,8 @@ void GemmBackpropInput(const ConvState& state, const Tensor& filter, const Tenso
     C* ap = work.data() + t * per_thread;
     const int64_t b0 = g.batch * t / nt, b1 = g.batch * (t + 1) / nt;
     if (pointwise) {
-      GemmRows(a, b, b0 * pixels, b1 * pixels, n, co, dx + b0 * pixels * ci, ci, ap, tile, ctx);
+      const auto [m0, m1] = RowsOf(g.batch * pixels, nt, t, tile.mr);
+      GemmRows(a, b, m0, m1, n, co, dx + m0 * ci, ci, ap, tile, ctx);
     } else {
       const int64_t image = g.in_h * g.in_w * ci;
       Col2im<C> sc{&g, dx, ap + gemm_work, slab, 0, 0};
