@@ -61,22 +61,29 @@ template <typename C, int MR>
 BF_CONV_INLINE void PackA(const MatrixView<C>& a, int64_t i0, int64_t mc, int64_t rows, int64_t k0,
                           int64_t kc, C* __restrict ap) {
   const int64_t mc_pad = (mc + MR - 1) / MR * MR;
-  if (!a.transposed) {  // rows are contiguous along k: each row's runs go to one lane
-    for (int64_t r = 0; r < mc_pad; ++r) {
-      C* panel = ap + r / MR * kc * MR + r % MR;
-      if (r >= mc || i0 + r >= rows) {
-        for (int64_t k = 0; k < kc; ++k) panel[k * MR] = C{0};
-        continue;
-      }
+  if (!a.transposed) {
+    // Rows are contiguous along k, and the MR rows of a micro-panel have runs of the same
+    // length at the same k (the im2col tap boundaries are common to all rows): interleave them
+    // kChunk values at a time, so that the panel is written contiguously. Rows past the end of
+    // A, and runs in the padding, read zeros.
+    constexpr int64_t kChunk = 64;
+    static constexpr C kZeros[kChunk] = {};
+    for (int64_t p = 0; p < mc_pad; p += MR) {
+      C* panel = ap + p / MR * kc * MR;
       for (int64_t k = 0; k < kc;) {
-        int64_t len = 0;
-        const C* src = Run(a, i0 + r, k0 + k, &len);
-        len = std::min(len, kc - k);
-        if (src == nullptr) {
-          for (int64_t u = 0; u < len; ++u) panel[(k + u) * MR] = C{0};
-        } else {
-          for (int64_t u = 0; u < len; ++u) panel[(k + u) * MR] = src[u];
+        const C* src[MR];
+        int64_t len = std::min(kChunk, kc - k);
+        for (int r = 0; r < MR; ++r) {
+          src[r] = nullptr;
+          if (p + r < mc && i0 + p + r < rows) {
+            int64_t run = 0;
+            src[r] = Run(a, i0 + p + r, k0 + k, &run);
+            len = std::min(len, run);
+          }
+          if (src[r] == nullptr) src[r] = kZeros;
         }
+        for (int64_t u = 0; u < len; ++u)
+          for (int r = 0; r < MR; ++r) panel[(k + u) * MR + r] = src[r][u];
         k += len;
       }
     }
