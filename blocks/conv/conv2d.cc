@@ -540,9 +540,9 @@ BF_CONV_INPUT_BLOCK_FNS(double)
 //   input gradient:  col[pixels, taps*ci] = dy[pixels, co] * w^T[co, taps*ci], then col2im
 //                    adds each column row into the input pixels its taps read (1x1: col is dx)
 //   filter gradient: dw[taps*ci, co]      = im2col(x)^T[taps*ci, pixels] * dy[pixels, co]
-// Each thread computes whole rows of the result (packing its own blocks of A and B into a
-// bounded workspace), so no partial sums are added across threads and the bits do not depend
-// on the thread count.
+// Each thread computes whole rows of the result (whole columns for a filter gradient with more
+// columns than rows), packing its own blocks of A and B into a bounded workspace, so no partial
+// sums are added across threads and the bits do not depend on the thread count.
 // ---------------------------------------------------------------------------------------------
 
 // A 1x1 convolution of stride 1 without padding: im2col(x) is x itself.
@@ -557,7 +557,9 @@ bool IsPointwise(const ConvGeometry& g) {
 // output pixels with many channels per tap (a fc6 3x3 VALID on 6x6: 4 pixels per row, 4.7 MB
 // of filter), where the direct input gradient reached only 6% of the FMA peak. Those go through
 // the GEMM, whose packed tiles reuse each filter block from L2 for kMcPanels * MR pixels. Both
-// need enough channels on each side to fill the register tile's vectors.
+// need enough channels on each side to fill the register tile's vectors. Wide layers stay on the
+// direct kernels: on the ResNet 3x3 layers (56x56x64, 28x28x128) the GEMM measured 1.1-2x
+// their time, its im2col packing costing as much as a 64- or 128-column product per element.
 bool UseGemm(const ConvGeometry& g) {
   if (g.depthwise || g.groups != 1 || g.in_depth < 32 || g.out_depth < 32) return false;
   if (IsPointwise(g)) return true;

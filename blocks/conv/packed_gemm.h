@@ -10,7 +10,7 @@
 // Register tiles of MR rows by NR columns (NV 64-byte vectors) accumulate in registers over a
 // block of kKc values of k; B is packed per kKc x Nc block into NR-column panels that stay in
 // L2, A per kMc x kKc block into MR-row micro-panels that stay in L1, both into a bounded
-// per-thread workspace.
+// per-thread workspace. A plain row-major A (not transposed) is read in place instead.
 #pragma once
 
 #include <cstddef>
