@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "blocks/conv/optimized_util.h"
+#include "blocks/conv/packed_gemm.h"
 #include "blocks/conv/run_kernels.h"
 
 namespace blockflow::conv::internal {
@@ -533,6 +534,215 @@ using InputBlockFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64
 BF_CONV_INPUT_BLOCK_FNS(float)
 BF_CONV_INPUT_BLOCK_FNS(double)
 
+// ---------------------------------------------------------------------------------------------
+// Dense convolutions as one packed GEMM (packed_gemm.h), rows M, columns N, depth K:
+//   forward:         y[pixels, co]        = im2col(x)[pixels, taps*ci]   * w[taps*ci, co]
+//   input gradient:  col[pixels, taps*ci] = dy[pixels, co] * w^T[co, taps*ci], then col2im
+//                    adds each column row into the input pixels its taps read (1x1: col is dx)
+//   filter gradient: dw[taps*ci, co]      = im2col(x)^T[taps*ci, pixels] * dy[pixels, co]
+// Each thread computes whole rows of the result (whole columns for a filter gradient with more
+// columns than rows), packing its own blocks of A and B into a bounded workspace, so no partial
+// sums are added across threads and the bits do not depend on the thread count.
+// ---------------------------------------------------------------------------------------------
+
+// A 1x1 convolution of stride 1 without padding: im2col(x) is x itself.
+bool IsPointwise(const ConvGeometry& g) {
+  return g.filter_h == 1 && g.filter_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
+         g.pad_top == 0 && g.pad_bottom == 0 && g.pad_left == 0 && g.pad_right == 0;
+}
+
+// The cost rule, the one place that picks the path. The direct kernels above stream the filter
+// once per output row and tap; that is cheap while a row has many pixels, and dominant when it
+// has few: a 1x1 layer (one tap, whose per-row work is a thin matrix product) and a layer of few
+// output pixels with many channels per tap (a fc6 3x3 VALID on 6x6: 4 pixels per row, 4.7 MB
+// of filter), where the direct input gradient reached only 6% of the FMA peak. Those go through
+// the GEMM, whose packed tiles reuse each filter block from L2 for kMcPanels * MR pixels. Both
+// need enough channels on each side to fill the register tile's vectors. Wide layers stay on the
+// direct kernels: on the ResNet 3x3 layers (56x56x64, 28x28x128) the GEMM measured 1.1-2x
+// their time, its im2col packing costing as much as a 64- or 128-column product per element.
+bool UseGemm(const ConvGeometry& g) {
+  if (g.depthwise || g.groups != 1 || g.in_depth < 32 || g.out_depth < 32) return false;
+  if (IsPointwise(g)) return true;
+  return g.out_h * g.out_w <= 64 && g.in_depth >= 64 && g.out_depth >= 64;
+}
+
+// Rows [begin, end) of `rows` split among `nt` threads in multiples of `align`: thread t's.
+std::pair<int64_t, int64_t> RowsOf(int64_t rows, int nt, int t, int64_t align) {
+  const int64_t per = ((rows + nt - 1) / nt + align - 1) / align * align;
+  return {std::min(rows, t * per), std::min(rows, (t + 1) * per)};
+}
+
+template <typename T>
+void GemmForward(const ConvState& state, const Tensor& input, const Tensor& filter, Tensor* output,
+                 const KernelContext& ctx) {
+  using C = ComputeT<T>;
+  const ConvGeometry& g = state.geometry;
+  Operands<T, C> ops(state, ctx);
+  const C* x = ops.Input(input);
+  const C* w = ops.Filter(filter);
+  C* y = ops.Result(output);
+  const int64_t m = g.batch * g.out_h * g.out_w, n = g.out_depth;
+  const int64_t k = g.filter_h * g.filter_w * g.in_depth;
+  const MatrixView<C> a =
+      IsPointwise(g) ? MatrixView<C>::Dense(x, k, k, false) : MatrixView<C>::Im2col(x, g, false);
+  const MatrixView<C> b = MatrixView<C>::Dense(w, n, n, false);
+  const GemmTile tile = ActiveGemmTile(sizeof(C));
+  const int nt = ThreadsFor(ctx.num_threads, m * n * k, 1 << 18);
+  Reused<C> work(kSlotGemmWork);
+  const int64_t per_thread = GemmWorkspaceElements(tile, sizeof(C));
+  work->resize(static_cast<size_t>(nt * per_thread));
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    const auto [m0, m1] = RowsOf(m, nt, t, tile.mr);
+    GemmRows(a, b, m0, m1, n, k, y + m0 * n, n, work.data() + t * per_thread, tile, ctx);
+  }
+  if (!ctx.cancelled()) ops.StoreOutput(y, output);
+}
+
+// The input gradient's col2im: adds the column block [j0, j1) of the column rows [r0, r1),
+// held at `col` (`slab` elements per row), into the input pixels their taps read.
+template <typename C>
+struct Col2im {
+  const ConvGeometry* g;
+  C* dx;
+  const C* col;
+  int64_t slab, r0, r1;
+
+  static void Add(void* self, int64_t j0, int64_t j1) {
+    const Col2im& s = *static_cast<const Col2im*>(self);
+    const ConvGeometry& g = *s.g;
+    const int64_t ci = g.in_depth, pixels = g.out_h * g.out_w;
+    for (int64_t r = s.r0; r < s.r1; ++r) {
+      const int64_t img = r / pixels, oh = r % pixels / g.out_w, ow = r % g.out_w;
+      const C* row = s.col + (r - s.r0) * s.slab - j0;
+      for (int64_t q = j0; q < j1;) {  // q = tap * ci + c
+        const int64_t tap = q / ci, c0 = q % ci, count = std::min(ci - c0, j1 - q);
+        const int64_t ih = g.input_row(oh, tap / g.filter_w);
+        const int64_t iw = g.input_col(ow, tap % g.filter_w);
+        if (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w) {
+          C* __restrict d = s.dx + ((img * g.in_h + ih) * g.in_w + iw) * ci + c0;
+          const C* __restrict v = row + q;
+          for (int64_t u = 0; u < count; ++u) d[u] += v[u];
+        }
+        q += count;
+      }
+    }
+  }
+};
+
+template <typename T>
+void GemmBackpropInput(const ConvState& state, const Tensor& filter, const Tensor& out_backprop,
+                       Tensor* input_grad, const KernelContext& ctx) {
+  using C = ComputeT<T>;
+  const ConvGeometry& g = state.geometry;
+  Operands<T, C> ops(state, ctx);
+  const C* dy = ops.OutBackprop(out_backprop);
+  const C* w = ops.Filter(filter);
+  C* dx = ops.Result(input_grad);
+  const int64_t ci = g.in_depth, co = g.out_depth, taps = g.filter_h * g.filter_w;
+  const int64_t pixels = g.out_h * g.out_w, n = taps * ci;
+  const bool pointwise = IsPointwise(g);
+  const GemmTile tile = ActiveGemmTile(sizeof(C));
+  // Threads take whole images (col2im adds into the pixels of its own images only). The column
+  // matrix goes a GEMM column block (`slab` columns) at a time through a buffer of `span` rows,
+  // at most kColumnBytes: whole images when one fits, else row ranges from each image's start,
+  // so the order of the sums into an image, and so their bits, depend on the geometry alone.
+  constexpr int64_t kColumnBytes = 4 << 20;
+  const int64_t slab = GemmColumnBlock(tile, sizeof(C));
+  const int64_t rows_max = std::max<int64_t>(tile.mr, kColumnBytes / int64_t{sizeof(C)} / slab);
+  const int64_t span = pointwise ? 0 : pixels <= rows_max ? rows_max / pixels * pixels : rows_max;
+  // A 1x1 layer's rows are independent: any split. Else at most one thread per image.
+  const int wanted = ThreadsFor(ctx.num_threads, g.batch * pixels * n * co, 1 << 18);
+  const int nt = pointwise ? wanted : static_cast<int>(std::min<int64_t>(g.batch, wanted));
+  Reused<C> work(kSlotGemmWork);
+  const int64_t gemm_work = GemmWorkspaceElements(tile, sizeof(C));
+  const int64_t per_thread = gemm_work + span * slab;
+  work->resize(static_cast<size_t>(nt * per_thread));
+  const MatrixView<C> a = MatrixView<C>::Dense(dy, co, co, false);
+  // B[co, (tap, ci)] = w[tap, ci, co]: the HWIO filter read along co.
+  const MatrixView<C> b = MatrixView<C>::Dense(w, co, co, true);
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    C* ap = work.data() + t * per_thread;
+    const int64_t b0 = g.batch * t / nt, b1 = g.batch * (t + 1) / nt;
+    if (pointwise) {
+      const auto [m0, m1] = RowsOf(g.batch * pixels, nt, t, tile.mr);
+      GemmRows(a, b, m0, m1, n, co, dx + m0 * ci, ci, ap, tile, ctx);
+    } else {
+      const int64_t image = g.in_h * g.in_w * ci;
+      Col2im<C> sc{&g, dx, ap + gemm_work, slab, 0, 0};
+      const ColumnSink sink{&Col2im<C>::Add, &sc};
+      for (int64_t img = b0; img < b1 && !ctx.cancelled();) {
+        // Whole images [img, img + count) when they fit, else rows of the one image.
+        const int64_t count = pixels <= span ? std::min(b1 - img, span / pixels) : 1;
+        // Zeroed group by group: a run cancelled before it starts writes nothing.
+        std::fill(dx + img * image, dx + (img + count) * image, C{0});
+        for (int64_t r = 0; r < count * pixels; r += span) {
+          sc.r0 = img * pixels + r;
+          sc.r1 = img * pixels + std::min(count * pixels, r + span);
+          GemmRows(a, b, sc.r0, sc.r1, n, co, ap + gemm_work, slab, ap, tile, ctx, &sink);
+        }
+        img += count;
+      }
+    }
+  }
+  if (!ctx.cancelled()) ops.StoreInputGrad(dx, input_grad);
+}
+
+template <typename T>
+void GemmBackpropFilter(const ConvState& state, const Tensor& input, const Tensor& out_backprop,
+                        Tensor* filter_grad, const KernelContext& ctx) {
+  using C = ComputeT<T>;
+  const ConvGeometry& g = state.geometry;
+  Operands<T, C> ops(state, ctx);
+  const C* x = ops.Input(input);
+  const C* dy = ops.OutBackprop(out_backprop);
+  const int64_t m = g.filter_h * g.filter_w * g.in_depth, n = g.out_depth;
+  const int64_t k = g.batch * g.out_h * g.out_w;
+  const MatrixView<C> a =
+      IsPointwise(g) ? MatrixView<C>::Dense(x, m, m, true) : MatrixView<C>::Im2col(x, g, true);
+  const GemmTile tile = ActiveGemmTile(sizeof(C));
+  const int nt = ThreadsFor(ctx.num_threads, m * n * k, 1 << 18);
+  const MatrixView<C> b = MatrixView<C>::Dense(dy, n, n, false);
+  Reused<C> work(kSlotGemmWork), sums(kSlotPartialSums);
+  const int64_t per_thread = GemmWorkspaceElements(tile, sizeof(C));
+  work->resize(static_cast<size_t>(nt * per_thread));
+  // The sums in the compute type: straight into the output when that is its type.
+  C* dw = nullptr;
+  if constexpr (std::is_same_v<T, C>) {
+    dw = filter_grad->data<T>();
+  } else {
+    sums->resize(static_cast<size_t>(m * n));
+    dw = sums.data();
+  }
+  // Threads share the rows of dw, or its columns when those are more (a 1x1 layer's 256 x 1024:
+  // each thread then packs only its columns of dy, the larger operand, instead of all of it).
+  const bool by_columns = n > m;
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    C* mine = work.data() + t * per_thread;
+    if (by_columns) {
+      const auto [n0, n1] = RowsOf(n, nt, t, tile.nr);
+      if (n0 < n1) {
+        const MatrixView<C> bt = MatrixView<C>::Dense(dy + n0, n, n1 - n0, false);
+        GemmRows(a, bt, 0, m, n1 - n0, k, dw + n0, n, mine, tile, ctx);
+      }
+    } else {
+      const auto [m0, m1] = RowsOf(m, nt, t, tile.mr);
+      GemmRows(a, b, m0, m1, n, k, dw + m0 * n, n, mine, tile, ctx);
+    }
+  }
+  if constexpr (!std::is_same_v<T, C>) {
+    if (!ctx.cancelled()) {
+      T* out = filter_grad->data<T>();
+      for (int64_t i = 0; i < m * n; ++i) out[i] = static_cast<T>(dw[i]);
+    }
+  }
+}
+
 // The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
 // flag before each row.
 BF_CONV_KERNEL_SET(Conv2DKernels);
@@ -541,6 +751,7 @@ template <typename T>
 void Conv2DKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
                                Tensor* output, const KernelContext& ctx) {
   const ConvGeometry& g = state.geometry;
+  if (UseGemm(g)) return GemmForward<T>(state, input, filter, output, ctx);
   using C = ComputeT<T>;
   Operands<T, C> ops(state, ctx);
   const C* x = ops.Input(input);
@@ -563,6 +774,7 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
                                      const Tensor& out_backprop, Tensor* input_grad,
                                      const KernelContext& ctx) {
   const ConvGeometry& g = state.geometry;
+  if (UseGemm(g)) return GemmBackpropInput<T>(state, filter, out_backprop, input_grad, ctx);
   using C = ComputeT<T>;
   Operands<T, C> ops(state, ctx);
   const C* dy = ops.OutBackprop(out_backprop);
@@ -626,6 +838,7 @@ void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& inpu
                                       const Tensor& out_backprop, Tensor* filter_grad,
                                       const KernelContext& ctx) {
   const ConvGeometry& g = state.geometry;
+  if (UseGemm(g)) return GemmBackpropFilter<T>(state, input, out_backprop, filter_grad, ctx);
   using C = ComputeT<T>;
   Operands<T, C> ops(state, ctx);
   const C* x = ops.Input(input);

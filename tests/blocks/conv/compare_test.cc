@@ -23,6 +23,59 @@ using ::blockflow::testing::BlockCase;
 using ::blockflow::testing::CompareBlockKernels;
 using ::blockflow::testing::TensorsClose;
 
+// Conv2D problems the packed GEMM takes (conv2d.cc's UseGemm: groups 1, >= 32 channels, and
+// a 1x1 stride-1 unpadded layer or <= 64 output pixels with >= 64 channels each side), sized to
+// leave remainders in every blocking dimension: rows against the register tiles (6 with
+// AVX-512 and AVX2, 2 baseline) and the 120-row A blocks, columns against the 16/32/64-wide
+// panels and the 512-float B blocks, depth against the 256-deep K blocks.
+std::vector<Problem> GemmProblems() {
+  struct Gemm {
+    const char* format;
+    const char* padding;
+    int64_t n, h, w, c, cog, fh, fw, sh, sw, dh, dw;
+  };
+  const Gemm gemms[] = {
+      // 1x1: 154 pixels (2 A blocks, a partial tile), 37 -> 45 channels (partial panels).
+      {"NHWC", "VALID", 2, 7, 11, 37, 45, 1, 1, 1, 1, 1, 1},
+      // 1x1, SAME (no padding at 1x1 stride 1), NCHW: K 260 (> 256) forward and 530 back,
+      // N 530 (> 512) forward and filter gradient, 260 back.
+      {"NCHW", "SAME", 2, 7, 11, 260, 530, 1, 1, 1, 1, 1, 1},
+      // The full window, VALID: one output pixel per image, K = 5 * 4 * 70 = 1400.
+      {"NHWC", "VALID", 3, 5, 4, 70, 66, 5, 4, 1, 1, 1, 1},
+      // Small spatial, many channels: fc6 cut down (6x6, 3x3 VALID, 16 pixels per image).
+      {"NHWC", "VALID", 3, 6, 6, 64, 97, 3, 3, 1, 1, 1, 1},
+      // Stride 2 with SAME padding (im2col and col2im in the padding), and dilation 2.
+      {"NHWC", "SAME", 3, 6, 7, 65, 67, 3, 3, 2, 2, 1, 1},
+      {"NCHW", "VALID", 2, 7, 7, 64, 80, 3, 3, 1, 1, 2, 2},
+      {"NHWC", "EXPLICIT", 2, 5, 6, 66, 64, 3, 2, 2, 1, 1, 1},
+  };
+  std::vector<Problem> out;
+  for (const Gemm& b : gemms) {
+    Problem p;
+    p.format = b.format;
+    p.padding = b.padding;
+    p.n = b.n;
+    p.h = b.h;
+    p.w = b.w;
+    p.c = b.c;
+    p.cog = b.cog;
+    p.fh = b.fh;
+    p.fw = b.fw;
+    p.sh = b.sh;
+    p.sw = b.sw;
+    p.dh = b.dh;
+    p.dw = b.dw;
+    if (p.padding == "EXPLICIT") {
+      p.pt = 1;
+      p.pb = 2;
+      p.pl = 0;
+      p.pr = 1;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<Problem> GridProblems(bool depthwise) {
   std::vector<Problem> out;
   for (const char* format : {"NHWC", "NCHW"})
@@ -101,6 +154,9 @@ std::vector<Problem> GridProblems(bool depthwise) {
     }
     out.push_back(p);
   }
+  if (!depthwise) {
+    for (const Problem& p : GemmProblems()) out.push_back(p);
+  }
   std::mt19937_64 rng(depthwise ? 77 : 78);
   for (int i = 0; i < 40; ++i) out.push_back(RandomProblem(rng, depthwise));
   return out;
@@ -158,6 +214,37 @@ INSTANTIATE_TEST_SUITE_P(Kernels, CompareTest,
                                                                             : "Conv2D_") +
                                   std::string(DTypeName(std::get<1>(param_info.param)));
                          });
+
+// The packed GEMM computes every output element in one thread, summing in one order: its
+// results (all three ops, the filter gradient included) are the same bits at 1, 2 and 3
+// threads, at every ISA.
+TEST(GemmPath, SameBitsAtEveryThreadCount) {
+  std::mt19937_64 rng(91);
+  int checked = 0;
+  for (const Problem& p : GemmProblems()) {
+    Expected<Resolved> r = Resolve(p);
+    ASSERT_TRUE(r.ok()) << p.ToString() << ": " << r.status().message();
+    const Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng);
+    const Tensor w = RandomTensor(DType::kFloat32, p.FilterShape(), rng);
+    const Tensor dy = RandomTensor(DType::kFloat32, OutputShape(r->attrs, r->geometry), rng);
+    for (internal::Isa isa : {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
+      internal::SetIsaForTesting(isa);
+      for (int op = 0; op < 3; ++op) {
+        const std::string what = p.ToString() + " op " + std::to_string(op) + " isa " +
+                                 internal::IsaName(internal::ActiveIsa());
+        Expected<Tensor> one = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, 1);
+        ASSERT_TRUE(one.ok()) << what << ": " << one.status().message();
+        for (int threads : {2, 3}) {
+          Expected<Tensor> more = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, threads);
+          ASSERT_TRUE(more.ok()) << what << ": " << more.status().message();
+          EXPECT_TRUE(one->BitwiseEquals(*more)) << what << " threads " << threads;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(GemmProblems().size()) * 3 * 3 * 2);
+}
 
 // The benchmark suite's shapes (bench/shapes.json, the one list of shapes), each op run as a
 // block (RunNodeKernel: prepared state, pooled outputs) on both kernels: the shapes the suite

@@ -1,0 +1,307 @@
+#include "blocks/conv/packed_gemm.h"
+
+#include <algorithm>
+
+#include "blocks/conv/isa.h"
+#include "blocks/conv/layout.h"
+
+// The micro-kernel passes 64-byte vectors between always-inlined helpers; GCC's note that this
+// changes the ABI on targets without AVX-512 (-Wpsabi) does not apply to inlined code.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace blockflow::conv::internal {
+namespace {
+
+// Cache blocking, the same for every ISA: kKc values of k per block (an AVX-512 A micro-panel,
+// 6 x 256 floats, is 6 KB of L1), kMcPanels micro-panels of A per packed block, and B blocks
+// of kKc x Nc elements of about kBBlockBytes, packed once per (Nc, kKc) block and kept in L2
+// while every A block passes over them.
+constexpr int64_t kKc = 256;
+constexpr int64_t kMcPanels = 20;
+constexpr int64_t kBBlockBytes = 512 << 10;
+// The columns of a B block: kBBlockBytes of kKc rows, in whole panels of nr.
+constexpr int64_t NcFor(int64_t nr, size_t elem_size) {
+  const int64_t nc = kBBlockBytes / (kKc * static_cast<int64_t>(elem_size)) / nr * nr;
+  return nc > nr ? nc : nr;
+}
+
+// The register tiles: (MR rows, NV 64-byte vectors of columns). AVX-512: 6 x 4 zmm = 24 of the
+// 32 registers accumulate; AVX2: 6 x 2 ymm = 12 of 16; the baseline: 2 x 4 xmm = 8 of 16.
+constexpr GemmTile kTileAvx512{6, 4, 0};
+constexpr GemmTile kTileAvx2{6, 1, 0};
+constexpr GemmTile kTileBase{2, 1, 0};
+
+// A run of elements of `v` from (i, j) along its contiguous axis: *len elements (at least 1) at
+// the returned pointer, or nullptr when they are all zeros (im2col padding).
+template <typename C>
+BF_CONV_INLINE const C* Run(const MatrixView<C>& v, int64_t i, int64_t j, int64_t* len) {
+  if (v.kind == MatrixView<C>::Kind::kDense) {
+    if (v.transposed) {
+      *len = v.extent - i;
+      return v.data + j * v.ld + i;
+    }
+    *len = v.extent - j;
+    return v.data + i * v.ld + j;
+  }
+  const ConvGeometry& g = *v.g;
+  const int64_t p = v.transposed ? j : i, q = v.transposed ? i : j;
+  const int64_t tap = q / g.in_depth, ci = q - tap * g.in_depth;
+  const int64_t kh = tap / g.filter_w, kw = tap - kh * g.filter_w;
+  const int64_t t = p / g.out_w, ow = p - t * g.out_w;
+  const int64_t n = t / g.out_h, oh = t - n * g.out_h;
+  *len = g.in_depth - ci;
+  const int64_t ih = g.input_row(oh, kh), iw = g.input_col(ow, kw);
+  if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w) return nullptr;
+  return v.data + ((n * g.in_h + ih) * g.in_w + iw) * g.in_depth + ci;
+}
+
+// Packs rows [i0, i0 + mc) and columns [k0, k0 + kc) of A into micro-panels of MR rows, each
+// [kc][MR]; rows past `rows` (the end of A) are zeros.
+template <typename C, int MR>
+BF_CONV_INLINE void PackA(const MatrixView<C>& a, int64_t i0, int64_t mc, int64_t rows, int64_t k0,
+                          int64_t kc, C* __restrict ap) {
+  const int64_t mc_pad = (mc + MR - 1) / MR * MR;
+  if (!a.transposed) {
+    // Rows are contiguous along k, and the MR rows of a micro-panel have runs of the same
+    // length at the same k (the im2col tap boundaries are common to all rows): interleave them
+    // kChunk values at a time, so that the panel is written contiguously. Rows past the end of
+    // A, and runs in the padding, read zeros.
+    constexpr int64_t kChunk = 64;
+    static constexpr C kZeros[kChunk] = {};
+    for (int64_t p = 0; p < mc_pad; p += MR) {
+      C* panel = ap + p / MR * kc * MR;
+      for (int64_t k = 0; k < kc;) {
+        const C* src[MR];
+        int64_t len = std::min(kChunk, kc - k);
+        for (int r = 0; r < MR; ++r) {
+          src[r] = nullptr;
+          if (p + r < mc && i0 + p + r < rows) {
+            int64_t run = 0;
+            src[r] = Run(a, i0 + p + r, k0 + k, &run);
+            len = std::min(len, run);
+          }
+          if (src[r] == nullptr) src[r] = kZeros;
+        }
+        for (int64_t u = 0; u < len; ++u)
+          for (int r = 0; r < MR; ++r) panel[(k + u) * MR + r] = src[r][u];
+        k += len;
+      }
+    }
+    return;
+  }
+  // Columns are contiguous along i: per k, runs over the block's rows, copied a micro-panel
+  // lane range at a time (whole panels of MR when the run allows).
+  const int64_t valid = std::min(mc, rows - i0);
+  for (int64_t k = 0; k < kc; ++k) {
+    for (int64_t r = 0; r < valid;) {
+      int64_t len = 0;
+      const C* src = Run(a, i0 + r, k0 + k, &len);
+      len = std::min(len, valid - r);
+      for (int64_t u = 0; u < len;) {
+        const int64_t rr = r + u, lane = rr % MR, count = std::min<int64_t>(MR - lane, len - u);
+        C* dst = ap + rr / MR * kc * MR + k * MR + lane;
+        if (count == MR) {
+          for (int l = 0; l < MR; ++l) dst[l] = src == nullptr ? C{0} : src[u + l];
+        } else {
+          for (int64_t l = 0; l < count; ++l) dst[l] = src == nullptr ? C{0} : src[u + l];
+        }
+        u += count;
+      }
+      r += len;
+    }
+    for (int64_t rr = valid; rr < mc_pad; ++rr) ap[rr / MR * kc * MR + k * MR + rr % MR] = C{0};
+  }
+}
+
+// Packs rows [k0, k0 + kc) and columns [j0, j0 + nc) of B (columns past `cols`, the end of B,
+// as zeros) into panels of NR columns, each [kc][NR].
+template <typename C, int NR>
+BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                          int64_t cols, C* __restrict bp) {
+  for (int64_t q = 0; q < nc; q += NR) {
+    C* panel = bp + q * kc;
+    const int64_t valid = std::clamp<int64_t>(cols - (j0 + q), 0, NR);
+    if (!b.transposed) {  // rows of B are contiguous along its columns
+      for (int64_t k = 0; k < kc; ++k) {
+        C* dst = panel + k * NR;
+        for (int64_t j = 0; j < valid;) {
+          int64_t len = 0;
+          const C* src = Run(b, k0 + k, j0 + q + j, &len);
+          len = std::min(len, valid - j);
+          for (int64_t u = 0; u < len; ++u) dst[j + u] = src == nullptr ? C{0} : src[u];
+          j += len;
+        }
+        for (int64_t j = valid; j < NR; ++j) dst[j] = C{0};
+      }
+      continue;
+    }
+    for (int64_t j = 0; j < NR; ++j) {  // columns of B are contiguous along k
+      if (j >= valid) {
+        for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = C{0};
+        continue;
+      }
+      for (int64_t k = 0; k < kc;) {
+        int64_t len = 0;
+        const C* src = Run(b, k0 + k, j0 + q + j, &len);
+        len = std::min(len, kc - k);
+        for (int64_t u = 0; u < len; ++u) panel[(k + u) * NR + j] = src == nullptr ? C{0} : src[u];
+        k += len;
+      }
+    }
+  }
+}
+
+// One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k ap[k][r] * bp[k][j], only
+// the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds.
+// A is a packed micro-panel [kc][MR] (kPacked), or else MR rows of a row-major A `lda` apart
+// (rows past `rows` read the last row again; their sums are not stored).
+template <typename C, int MR, int NV, bool kPacked>
+BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, int64_t lda,
+                              const C* __restrict bp, C* __restrict c, int64_t ldc, int64_t rows,
+                              int64_t cols, bool accumulate) {
+  using Vec = typename VecOf<C>::type;
+  constexpr int L = sizeof(Vec) / sizeof(C), NR = NV * L;
+  Vec acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = Vec{};
+  if constexpr (kPacked) {
+    for (int64_t k = 0; k < kc; ++k) {
+      Vec b[NV];
+      for (int v = 0; v < NV; ++v) b[v] = LoadVec(bp + k * NR + v * L);
+      for (int r = 0; r < MR; ++r) {
+        const C s = ap[k * MR + r];
+        for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
+      }
+    }
+  } else {
+    const C* arow[MR];
+    for (int r = 0; r < MR; ++r) arow[r] = ap + std::min<int64_t>(r, rows - 1) * lda;
+    for (int64_t k = 0; k < kc; ++k) {
+      Vec b[NV];
+      for (int v = 0; v < NV; ++v) b[v] = LoadVec(bp + k * NR + v * L);
+      for (int r = 0; r < MR; ++r) {
+        const C s = arow[r][k];
+        for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
+      }
+    }
+  }
+  if (rows == MR && cols == NR) {
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < NV; ++v) {
+        C* p = c + r * ldc + v * L;
+        StoreVec(p, accumulate ? LoadVec(p) + acc[r][v] : acc[r][v]);
+      }
+    return;
+  }
+  alignas(64) C tmp[MR * NR];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) StoreVec(tmp + r * NR + v * L, acc[r][v]);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      c[r * ldc + j] = accumulate ? c[r * ldc + j] + tmp[r * NR + j] : tmp[r * NR + j];
+}
+
+template <typename C, int MR, int NV>
+BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,
+                              int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,
+                              const KernelContext& ctx, const ColumnSink* sink) {
+  constexpr int64_t L = 64 / sizeof(C), NR = NV * L, Mc = kMcPanels * MR;
+  constexpr int64_t Nc = NcFor(NR, sizeof(C));
+  C* ap = work;
+  C* bp = work + Mc * kKc;
+  // A plain row-major A is read in place: its rows are already contiguous along k, and packing
+  // would cost one store per element for every block of Nc columns.
+  const bool direct = a.kind == MatrixView<C>::Kind::kDense && !a.transposed;
+  for (int64_t jc = 0; jc < n; jc += Nc) {
+    const int64_t nc = std::min(Nc, n - jc);
+    C* cblock = sink == nullptr ? c + jc : c;
+    for (int64_t pc = 0; pc < k; pc += kKc) {
+      if (ctx.cancelled()) return;
+      const int64_t kc = std::min(kKc, k - pc);
+      PackB<C, NR>(b, pc, kc, jc, nc, n, bp);
+      for (int64_t ic = m0; ic < m1; ic += Mc) {
+        const int64_t mc = std::min(Mc, m1 - ic);
+        if (!direct) PackA<C, MR>(a, ic, mc, m1, pc, kc, ap);
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+          const int64_t rows = std::min<int64_t>(MR, mc - ir);
+          C* crow = cblock + (ic - m0 + ir) * ldc;
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            const int64_t cols = std::min(NR, nc - jr);
+            if (direct) {
+              MicroTile<C, MR, NV, false>(kc, a.data + (ic + ir) * a.ld + pc, a.ld, bp + jr * kc,
+                                          crow + jr, ldc, rows, cols, pc > 0);
+            } else {
+              MicroTile<C, MR, NV, true>(kc, ap + ir * kc, MR, bp + jr * kc, crow + jr, ldc, rows,
+                                         cols, pc > 0);
+            }
+          }
+        }
+      }
+    }
+    if (sink != nullptr) sink->fn(sink->state, jc, jc + nc);
+  }
+}
+
+// One GemmRows per ISA and compute type, each compiled for its ISA.
+// NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
+#define BF_GEMM_ROWS_VARIANT(Suffix, Target, Tile, C)                                        \
+  Target void GemmRows##Suffix(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,   \
+                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work, \
+                               const KernelContext& ctx, const ColumnSink* sink) {           \
+    GemmRowsT<C, Tile.mr, Tile.nv>(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);             \
+  }
+// NOLINTEND(bugprone-macro-parentheses)
+BF_GEMM_ROWS_VARIANT(Avx512, BF_TARGET_AVX512, kTileAvx512, float)
+BF_GEMM_ROWS_VARIANT(Avx512, BF_TARGET_AVX512, kTileAvx512, double)
+BF_GEMM_ROWS_VARIANT(Avx2, BF_TARGET_AVX2, kTileAvx2, float)
+BF_GEMM_ROWS_VARIANT(Avx2, BF_TARGET_AVX2, kTileAvx2, double)
+BF_GEMM_ROWS_VARIANT(Base, BF_TARGET_BASE, kTileBase, float)
+BF_GEMM_ROWS_VARIANT(Base, BF_TARGET_BASE, kTileBase, double)
+
+GemmTile TileOf(Isa isa, size_t elem_size) {
+  GemmTile t = isa == Isa::kAvx512 ? kTileAvx512 : isa == Isa::kAvx2 ? kTileAvx2 : kTileBase;
+  t.nr = t.nv * static_cast<int>(64 / elem_size);
+  return t;
+}
+
+}  // namespace
+
+GemmTile ActiveGemmTile(size_t elem_size) { return TileOf(ActiveIsa(), elem_size); }
+
+int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size) {
+  return NcFor(tile.nr, elem_size);
+}
+
+int64_t GemmWorkspaceElements(const GemmTile& tile, size_t elem_size) {
+  return kMcPanels * tile.mr * kKc + NcFor(tile.nr, elem_size) * kKc;
+}
+
+template <typename C>
+void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_t m1, int64_t n,
+              int64_t k, C* c, int64_t ldc, C* work, const GemmTile& tile, const KernelContext& ctx,
+              const ColumnSink* sink) {
+  if (m0 >= m1 || n <= 0) return;
+  if (k <= 0) {  // an empty sum
+    const int64_t block = sink == nullptr ? n : GemmColumnBlock(tile, sizeof(C));
+    for (int64_t j0 = 0; j0 < n; j0 += block) {
+      const int64_t j1 = std::min(n, j0 + block);
+      for (int64_t i = m0; i < m1; ++i) std::fill_n(c + (i - m0) * ldc, j1 - j0, C{0});
+      if (sink != nullptr) sink->fn(sink->state, j0, j1);
+    }
+    return;
+  }
+  // The variant of `tile` (ActiveGemmTile's, so one this CPU runs).
+  const auto same = [&](const GemmTile& t) { return t.mr == tile.mr && t.nv == tile.nv; };
+  if (same(kTileAvx512)) return GemmRowsAvx512(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);
+  if (same(kTileAvx2)) return GemmRowsAvx2(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);
+  return GemmRowsBase(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);
+}
+
+template void GemmRows<float>(const MatrixView<float>&, const MatrixView<float>&, int64_t, int64_t,
+                              int64_t, int64_t, float*, int64_t, float*, const GemmTile&,
+                              const KernelContext&, const ColumnSink*);
+template void GemmRows<double>(const MatrixView<double>&, const MatrixView<double>&, int64_t,
+                               int64_t, int64_t, int64_t, double*, int64_t, double*,
+                               const GemmTile&, const KernelContext&, const ColumnSink*);
+
+}  // namespace blockflow::conv::internal
