@@ -106,21 +106,15 @@ BF_CONV_INLINE void ForwardRest(const ConvGeometry& g, const C* __restrict x, co
   for (int64_t ow = 0; ow < g.out_w; ++ow) {
     C* __restrict yp = y + ((n * g.out_h + oh) * g.out_w + ow) * co_all + co0;
     for (int64_t j = j0; j < cog; ++j) yp[j] = C{0};
-    for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-      const int64_t ih = g.input_row(oh, kh);
-      if (ih < 0 || ih >= g.in_h) continue;
-      for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-        const int64_t iw = g.input_col(ow, kw);
-        if (iw < 0 || iw >= g.in_w) continue;
-        const C* __restrict xp = x + ((n * g.in_h + ih) * g.in_w + iw) * ci_all + grp * cig;
-        const C* wp = w + (kh * g.filter_w + kw) * cig * co_all + co0;
-        for (int64_t ci = 0; ci < cig; ++ci) {
-          const C s = xp[ci];
-          const C* __restrict wr = wp + ci * co_all;
-          for (int64_t j = j0; j < cog; ++j) yp[j] += s * wr[j];
-        }
+    g.ForTapsInside(oh, ow, [&](int64_t kh, int64_t kw, int64_t ih, int64_t iw) {
+      const C* __restrict xp = x + ((n * g.in_h + ih) * g.in_w + iw) * ci_all + grp * cig;
+      const C* wp = w + (kh * g.filter_w + kw) * cig * co_all + co0;
+      for (int64_t ci = 0; ci < cig; ++ci) {
+        const C s = xp[ci];
+        const C* __restrict wr = wp + ci * co_all;
+        for (int64_t j = j0; j < cog; ++j) yp[j] += s * wr[j];
       }
-    }
+    });
   }
 }
 
@@ -566,6 +560,9 @@ bool UseGemm(const ConvGeometry& g) {
   return g.out_h * g.out_w <= 64 && g.in_depth >= 64 && g.out_depth >= 64;
 }
 
+// The GEMM path's kernel set, for the geometries UseGemm picks.
+BF_CONV_KERNEL_SET(GemmKernels);
+
 // Rows [begin, end) of `rows` split among `nt` threads in multiples of `align`: thread t's.
 std::pair<int64_t, int64_t> RowsOf(int64_t rows, int nt, int t, int64_t align) {
   const int64_t per = ((rows + nt - 1) / nt + align - 1) / align * align;
@@ -573,8 +570,8 @@ std::pair<int64_t, int64_t> RowsOf(int64_t rows, int nt, int t, int64_t align) {
 }
 
 template <typename T>
-void GemmForward(const ConvState& state, const Tensor& input, const Tensor& filter, Tensor* output,
-                 const KernelContext& ctx) {
+void GemmKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
+                             Tensor* output, const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = state.geometry;
   Operands<T, C> ops(state, ctx);
@@ -632,8 +629,9 @@ struct Col2im {
 };
 
 template <typename T>
-void GemmBackpropInput(const ConvState& state, const Tensor& filter, const Tensor& out_backprop,
-                       Tensor* input_grad, const KernelContext& ctx) {
+void GemmKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
+                                   const Tensor& out_backprop, Tensor* input_grad,
+                                   const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = state.geometry;
   Operands<T, C> ops(state, ctx);
@@ -692,8 +690,9 @@ void GemmBackpropInput(const ConvState& state, const Tensor& filter, const Tenso
 }
 
 template <typename T>
-void GemmBackpropFilter(const ConvState& state, const Tensor& input, const Tensor& out_backprop,
-                        Tensor* filter_grad, const KernelContext& ctx) {
+void GemmKernels<T>::BackpropFilter(const ConvState& state, const Tensor& input,
+                                    const Tensor& out_backprop, Tensor* filter_grad,
+                                    const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = state.geometry;
   Operands<T, C> ops(state, ctx);
@@ -743,6 +742,17 @@ void GemmBackpropFilter(const ConvState& state, const Tensor& input, const Tenso
   }
 }
 
+// How many batch elements a work item of the direct gradients takes (the same row of each, in
+// images of `height` x `width` pixels): enough pixels (kPixels) for a register tile to amortise
+// its loads and stores, yet at least kItems items to share among threads.
+int64_t ImagesPerItem(int64_t batch, int64_t height, int64_t width) {
+  constexpr int64_t kPixels = 64, kItems = 8;
+  int64_t nb = std::clamp<int64_t>((kPixels + width - 1) / std::max<int64_t>(1, width), 1,
+                                   std::max<int64_t>(1, batch));
+  while (nb > 1 && (batch + nb - 1) / nb * height < kItems) nb = (nb + 1) / 2;
+  return nb;
+}
+
 // The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
 // flag before each row.
 BF_CONV_KERNEL_SET(Conv2DKernels);
@@ -751,7 +761,6 @@ template <typename T>
 void Conv2DKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
                                Tensor* output, const KernelContext& ctx) {
   const ConvGeometry& g = state.geometry;
-  if (UseGemm(g)) return GemmForward<T>(state, input, filter, output, ctx);
   using C = ComputeT<T>;
   Operands<T, C> ops(state, ctx);
   const C* x = ops.Input(input);
@@ -774,7 +783,6 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
                                      const Tensor& out_backprop, Tensor* input_grad,
                                      const KernelContext& ctx) {
   const ConvGeometry& g = state.geometry;
-  if (UseGemm(g)) return GemmBackpropInput<T>(state, filter, out_backprop, input_grad, ctx);
   using C = ComputeT<T>;
   Operands<T, C> ops(state, ctx);
   const C* dy = ops.OutBackprop(out_backprop);
@@ -809,14 +817,12 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
   // several batch elements (>= kPixels pixels), so a chunk is read from L2 by all their tiles.
   // Otherwise one row per item, one chunk. Chunks only spill the tiles' sums to dx between
   // them: the result is the same, bit for bit, as without.
-  constexpr int64_t kPanel = 256 << 10, kPixels = 64, kItems = 8;
+  constexpr int64_t kPanel = 256 << 10;
   const int64_t panel_row = g.filter_h * g.filter_w * 128;  // bytes per output channel, 2 vectors
   int64_t chunk = cog, nb = 1;
   if (cog * panel_row > kPanel) {
     chunk = std::max<int64_t>(1, kPanel / panel_row);
-    nb = std::clamp<int64_t>((kPixels + g.in_w - 1) / std::max<int64_t>(1, g.in_w), 1,
-                             std::max<int64_t>(1, g.batch));
-    while (nb > 1 && (g.batch + nb - 1) / nb * g.in_h < kItems) nb = (nb + 1) / 2;
+    nb = ImagesPerItem(g.batch, g.in_h, g.in_w);
   }
   const int64_t rows = (g.batch + nb - 1) / nb * g.in_h;
   const int64_t row_cost =
@@ -838,20 +844,15 @@ void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& inpu
                                       const Tensor& out_backprop, Tensor* filter_grad,
                                       const KernelContext& ctx) {
   const ConvGeometry& g = state.geometry;
-  if (UseGemm(g)) return GemmBackpropFilter<T>(state, input, out_backprop, filter_grad, ctx);
   using C = ComputeT<T>;
   Operands<T, C> ops(state, ctx);
   const C* x = ops.Input(input);
   const C* dy = ops.OutBackprop(out_backprop);
   const int64_t fsize = g.filter_elements();
-  // Work items of `nb` batch elements' row oh: enough pixels (kPixels) per register tile that
-  // the read-modify-write of dw stays small next to the tile's arithmetic, yet at least
-  // kItems items to share among threads. nb depends on the geometry alone, so the sums (and
+  // Work items of `nb` batch elements' row oh, so that the read-modify-write of dw stays small
+  // next to a register tile's arithmetic. nb depends on the geometry alone, so the sums (and
   // their bits) depend on the thread count only.
-  constexpr int64_t kPixels = 64, kItems = 8;
-  int64_t nb = std::clamp<int64_t>((kPixels + g.out_w - 1) / std::max<int64_t>(1, g.out_w), 1,
-                                   std::max<int64_t>(1, g.batch));
-  while (nb > 1 && (g.batch + nb - 1) / nb * g.out_h < kItems) nb = (nb + 1) / 2;
+  const int64_t nb = ImagesPerItem(g.batch, g.out_h, g.out_w);
   const int64_t blocks = (g.batch + nb - 1) / nb, rows = blocks * g.out_h;
   const int64_t row_cost = nb * g.out_w * fsize;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
@@ -866,6 +867,7 @@ void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& inpu
 
 Status RunConv2DKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
                         const KernelContext& ctx) {
+  if (UseGemm(state.geometry)) return RunKernels<GemmKernels>(state, a, b, out, ctx);
   return RunKernels<Conv2DKernels>(state, a, b, out, ctx);
 }
 

@@ -31,27 +31,28 @@ Status ForwardShape(InferContext& c, bool depthwise) {
   return Status::OK();
 }
 
-Status BackpropInputShape(InferContext& c, bool depthwise) {
+// The gradients': the sizes port gives the shape of the result (input or filter), checked
+// against the other operand and out_backprop.
+Status GradientShape(InferContext& c, bool depthwise, ConvOp op) {
   ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(c.attrs()));
-  const Shape& filter = c.input(1).shape;
   const Shape& dy = c.input(2).shape;
-  // Only Conv2DBackpropInput takes input_sizes as 2 values [height, width].
-  ASSIGN_OR_RETURN(Shape input,
-                   conv::ResolveInputSizes(a, c.input(0), filter, dy, /*allow_hw=*/!depthwise));
+  Shape input, filter;
+  if (op == ConvOp::kBackpropInput) {
+    filter = c.input(1).shape;
+    // Only Conv2DBackpropInput takes input_sizes as 2 values [height, width].
+    ASSIGN_OR_RETURN(input,
+                     conv::ResolveInputSizes(a, c.input(0), filter, dy, /*allow_hw=*/!depthwise));
+  } else {
+    input = c.input(0).shape;
+    ASSIGN_OR_RETURN(filter, conv::ResolveFilterSizes(a, c.input(1), input, dy, depthwise));
+  }
   ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, input, filter, depthwise));
   RETURN_IF_ERROR(conv::CheckOutBackprop(a, g, input, filter, dy));
-  // The geometry's input is `input`, with a depthwise input depth filled in from the filter.
-  c.SetOutput(0, c.input(1).dtype, conv::InputShape(a, g));
-  return Status::OK();
-}
-
-Status BackpropFilterShape(InferContext& c, bool depthwise) {
-  ASSIGN_OR_RETURN(ConvAttrs a, conv::ParseConvAttrs(c.attrs()));
-  const Shape& input = c.input(0).shape;
-  const Shape& dy = c.input(2).shape;
-  ASSIGN_OR_RETURN(Shape filter, conv::ResolveFilterSizes(a, c.input(1), input, dy, depthwise));
-  ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeConvGeometry(a, input, filter, depthwise));
-  RETURN_IF_ERROR(conv::CheckOutBackprop(a, g, input, filter, dy));
+  if (op == ConvOp::kBackpropInput) {
+    // The geometry's input is `input`, with a depthwise input depth filled in from the filter.
+    c.SetOutput(0, c.input(1).dtype, conv::InputShape(a, g));
+    return Status::OK();
+  }
   // A depthwise filter's in-channels equal the input depth; a Conv2D one's stay as given.
   if (depthwise && filter.dim(2) == -1) filter.set_dim(2, g.in_depth);
   c.SetOutput(0, c.input(0).dtype, filter);
@@ -123,14 +124,14 @@ OpSchema& AddWindowAttrs(OpSchema& s, bool conv2d) {
   return s;
 }
 
-using ConvShapeFn = Status (*)(InferContext&, bool depthwise);
-
 // Completes a schema whose ports are set: the shared attrs, the shape function, the prepare
 // function and both kernels of `op` for the Conv2D (depthwise == false) or the depthwise family;
 // then registers it.
-void RegisterConv(OpRegistry& registry, OpSchema s, bool depthwise, ConvShapeFn shape, ConvOp op) {
+void RegisterConv(OpRegistry& registry, OpSchema s, bool depthwise, ConvOp op) {
   AddWindowAttrs(s, /*conv2d=*/!depthwise);
-  s.SetShapeFn([shape, depthwise](InferContext& c) { return shape(c, depthwise); })
+  s.SetShapeFn([depthwise, op](InferContext& c) {
+     return op == ConvOp::kForward ? ForwardShape(c, depthwise) : GradientShape(c, depthwise, op);
+   })
       .SetPrepare(
           [op, depthwise](const PrepareContext& p) { return PrepareConv(p, op, depthwise); })
       .SetReferenceKernel(
@@ -139,123 +140,100 @@ void RegisterConv(OpRegistry& registry, OpSchema s, bool depthwise, ConvShapeFn 
   registry.Register(std::move(s));
 }
 
+// What tells the Conv2D family from the depthwise one in the schemas: names and doc strings.
+// Ports, layouts, batch rules and dtype constraints are the same for both.
+struct ConvFamily {
+  bool depthwise;
+  const char* forward_name;  // the backprop ops append "BackpropInput" / "BackpropFilter"
+  const char* forward_doc;
+  const char* output_doc;       // the forward output
+  const char* filter_doc;       // the filter port of the forward and BackpropInput ops
+  const char* gradient_of;      // "Gradient of <this> with respect to ..."
+  const char* out_backprop_of;  // "Gradient w.r.t. the <this> output; ..."
+  const char* input_sizes_doc;
+  const char* filter_sizes_doc;
+};
+
+void RegisterConvFamily(OpRegistry& registry, const ConvFamily& f) {
+  const std::vector<DType>& kT = FloatDTypes();
+  const std::vector<DType>& kSizes = IndexDTypes();
+  const std::string name = f.forward_name;
+  const std::string gradient = std::string("Gradient of ") + f.gradient_of;
+  const std::string out_backprop_doc = std::string("Gradient w.r.t. the ") + f.out_backprop_of +
+                                       " output; shape of the forward output.";
+  {
+    OpSchema s(name);
+    s.Category("Convolution")
+        .Doc(f.forward_doc)
+        .Input("input", kT, "4-D input [batch, in_height, in_width, in_channels] (NHWC) or NCHW.")
+        .Layout(LayoutRole::kActivation)
+        .Input("filter", kT, f.filter_doc)
+        .Layout(LayoutRole::kFilter)
+        .Output("output", kT, f.output_doc)
+        .Layout(LayoutRole::kActivation)
+        .Batch(BatchRule::Batched({"input"}, "filter", BatchRule::kKeepsBatch))
+        .SameDType({"input", "filter"});
+    RegisterConv(registry, std::move(s), f.depthwise, ConvOp::kForward);
+  }
+  {
+    OpSchema s(name + "BackpropInput");
+    s.Category("Convolution")
+        .Doc(gradient + " with respect to its input.")
+        .Input("input_sizes", kSizes, f.input_sizes_doc)
+        .Input("filter", kT, f.filter_doc)
+        .Layout(LayoutRole::kFilter)
+        .Input("out_backprop", kT, out_backprop_doc)
+        .Layout(LayoutRole::kActivation)
+        .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
+        .Layout(LayoutRole::kActivation)
+        .Batch(
+            BatchRule::Batched({"out_backprop"}, "filter", BatchRule::kKeepsBatch, "input_sizes"))
+        .SameDType({"filter", "out_backprop"});
+    RegisterConv(registry, std::move(s), f.depthwise, ConvOp::kBackpropInput);
+  }
+  {
+    OpSchema s(name + "BackpropFilter");
+    s.Category("Convolution")
+        .Doc(gradient + " with respect to its filter.")
+        .Input("input", kT, "4-D input of the convolution (data_format order).")
+        .Layout(LayoutRole::kActivation)
+        .Input("filter_sizes", kSizes, f.filter_sizes_doc)
+        .Input("out_backprop", kT, out_backprop_doc)
+        .Layout(LayoutRole::kActivation)
+        .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
+        .Layout(LayoutRole::kFilter)
+        .Batch(BatchRule::Batched({"input", "out_backprop"}, "", BatchRule::kSumsBatch,
+                                  "filter_sizes"))
+        .SameDType({"input", "out_backprop"});
+    RegisterConv(registry, std::move(s), f.depthwise, ConvOp::kBackpropFilter);
+  }
+}
+
 }  // namespace
 
 void RegisterConvBlocks(OpRegistry& registry) {
-  const std::vector<DType>& kT = FloatDTypes();
-  const std::vector<DType>& kSizes = IndexDTypes();
-
-  {
-    OpSchema s("Conv2D");
-    s.Category("Convolution")
-        .Doc(
-            "2-D convolution: output[n, oh, ow, o] = sum over kh, kw, i of "
-            "input[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, g*in_per_group + i] * "
-            "filter[kh, kw, i, o]. Grouped when the input depth is a multiple of the filter's "
-            "in-depth.")
-        .Input("input", kT, "4-D input [batch, in_height, in_width, in_channels] (NHWC) or NCHW.")
-        .Layout(LayoutRole::kActivation)
-        .Input("filter", kT, "[filter_height, filter_width, in_channels / groups, out_channels].")
-        .Layout(LayoutRole::kFilter)
-        .Output("output", kT, "4-D output [batch, out_height, out_width, out_channels] (or NCHW).")
-        .Layout(LayoutRole::kActivation)
-        .Batch(BatchRule::Batched({"input"}, "filter", BatchRule::kKeepsBatch))
-        .SameDType({"input", "filter"});
-    RegisterConv(registry, std::move(s), /*depthwise=*/false, ForwardShape, ConvOp::kForward);
-  }
-  {
-    OpSchema s("Conv2DBackpropInput");
-    s.Category("Convolution")
-        .Doc("Gradient of Conv2D with respect to its input.")
-        .Input("input_sizes", kSizes,
-               "Shape of the input: 4 ints in data_format order, or 2 ints [height, width] (batch "
-               "from out_backprop, depth from the filter).")
-        .Input("filter", kT, "[filter_height, filter_width, in_channels / groups, out_channels].")
-        .Layout(LayoutRole::kFilter)
-        .Input("out_backprop", kT,
-               "Gradient w.r.t. the Conv2D output; shape of the forward output.")
-        .Layout(LayoutRole::kActivation)
-        .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
-        .Layout(LayoutRole::kActivation)
-        .Batch(
-            BatchRule::Batched({"out_backprop"}, "filter", BatchRule::kKeepsBatch, "input_sizes"))
-        .SameDType({"filter", "out_backprop"});
-    RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropInputShape,
-                 ConvOp::kBackpropInput);
-  }
-  {
-    OpSchema s("Conv2DBackpropFilter");
-    s.Category("Convolution")
-        .Doc("Gradient of Conv2D with respect to its filter.")
-        .Input("input", kT, "4-D input of the convolution (data_format order).")
-        .Layout(LayoutRole::kActivation)
-        .Input("filter_sizes", kSizes,
-               "Shape of the filter: 4 ints [fh, fw, in_channels / groups, out_channels].")
-        .Input("out_backprop", kT,
-               "Gradient w.r.t. the Conv2D output; shape of the forward output.")
-        .Layout(LayoutRole::kActivation)
-        .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
-        .Layout(LayoutRole::kFilter)
-        .Batch(BatchRule::Batched({"input", "out_backprop"}, "", BatchRule::kSumsBatch,
-                                  "filter_sizes"))
-        .SameDType({"input", "out_backprop"});
-    RegisterConv(registry, std::move(s), /*depthwise=*/false, BackpropFilterShape,
-                 ConvOp::kBackpropFilter);
-  }
-  {
-    OpSchema s("DepthwiseConv2dNative");
-    s.Category("Convolution")
-        .Doc(
-            "Depthwise 2-D convolution: output[n, oh, ow, c*M + m] = sum over kh, kw of input[n, "
-            "oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, c] * filter[kh, kw, c, m].")
-        .Input("input", kT, "4-D input [batch, in_height, in_width, in_channels] (NHWC) or NCHW.")
-        .Layout(LayoutRole::kActivation)
-        .Input("filter", kT, "[filter_height, filter_width, in_channels, channel_multiplier].")
-        .Layout(LayoutRole::kFilter)
-        .Output("output", kT, "4-D output with in_channels * channel_multiplier channels.")
-        .Layout(LayoutRole::kActivation)
-        .Batch(BatchRule::Batched({"input"}, "filter", BatchRule::kKeepsBatch))
-        .SameDType({"input", "filter"});
-    RegisterConv(registry, std::move(s), /*depthwise=*/true, ForwardShape, ConvOp::kForward);
-  }
-  {
-    OpSchema s("DepthwiseConv2dNativeBackpropInput");
-    s.Category("Convolution")
-        .Doc("Gradient of depthwise convolution with respect to its input.")
-        .Input("input_sizes", kSizes, "Shape of the input: 4 ints in data_format order.")
-        .Input("filter", kT, "[filter_height, filter_width, in_channels, channel_multiplier].")
-        .Layout(LayoutRole::kFilter)
-        .Input("out_backprop", kT,
-               "Gradient w.r.t. the depthwise output; shape of the forward output.")
-        .Layout(LayoutRole::kActivation)
-        .Output("output", kT, "Gradient w.r.t. the input, shape input_sizes.")
-        .Layout(LayoutRole::kActivation)
-        .Batch(
-            BatchRule::Batched({"out_backprop"}, "filter", BatchRule::kKeepsBatch, "input_sizes"))
-        .SameDType({"filter", "out_backprop"});
-    RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropInputShape,
-                 ConvOp::kBackpropInput);
-  }
-  {
-    OpSchema s("DepthwiseConv2dNativeBackpropFilter");
-    s.Category("Convolution")
-        .Doc("Gradient of depthwise convolution with respect to its filter.")
-        .Input("input", kT, "4-D input of the convolution (data_format order).")
-        .Layout(LayoutRole::kActivation)
-        .Input("filter_sizes", kSizes,
-               "Shape of the filter: 4 ints [filter_height, filter_width, in_channels, "
-               "channel_multiplier].")
-        .Input("out_backprop", kT,
-               "Gradient w.r.t. the depthwise output; shape of the forward output.")
-        .Layout(LayoutRole::kActivation)
-        .Output("output", kT, "Gradient w.r.t. the filter, shape filter_sizes.")
-        .Layout(LayoutRole::kFilter)
-        .Batch(BatchRule::Batched({"input", "out_backprop"}, "", BatchRule::kSumsBatch,
-                                  "filter_sizes"))
-        .SameDType({"input", "out_backprop"});
-    RegisterConv(registry, std::move(s), /*depthwise=*/true, BackpropFilterShape,
-                 ConvOp::kBackpropFilter);
-  }
+  RegisterConvFamily(
+      registry,
+      {/*depthwise=*/false, "Conv2D",
+       "2-D convolution: output[n, oh, ow, o] = sum over kh, kw, i of "
+       "input[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, g*in_per_group + i] * "
+       "filter[kh, kw, i, o]. Grouped when the input depth is a multiple of the filter's "
+       "in-depth.",
+       "4-D output [batch, out_height, out_width, out_channels] (or NCHW).",
+       "[filter_height, filter_width, in_channels / groups, out_channels].", "Conv2D", "Conv2D",
+       "Shape of the input: 4 ints in data_format order, or 2 ints [height, width] (batch "
+       "from out_backprop, depth from the filter).",
+       "Shape of the filter: 4 ints [fh, fw, in_channels / groups, out_channels]."});
+  RegisterConvFamily(
+      registry,
+      {/*depthwise=*/true, "DepthwiseConv2dNative",
+       "Depthwise 2-D convolution: output[n, oh, ow, c*M + m] = sum over kh, kw of input[n, "
+       "oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, c] * filter[kh, kw, c, m].",
+       "4-D output with in_channels * channel_multiplier channels.",
+       "[filter_height, filter_width, in_channels, channel_multiplier].", "depthwise convolution",
+       "depthwise", "Shape of the input: 4 ints in data_format order.",
+       "Shape of the filter: 4 ints [filter_height, filter_width, in_channels, "
+       "channel_multiplier]."});
 }
 
 }  // namespace blockflow

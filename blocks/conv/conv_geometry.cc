@@ -184,19 +184,24 @@ Status CheckOutBackprop(const ConvAttrs& attrs, const ConvGeometry& g, const Sha
 
 namespace {
 
-Expected<std::vector<int64_t>> SizesValues(const char* port, const PortInfo& sizes,
-                                           const std::string& rule, bool allow_two,
-                                           int64_t* length) {
+// A sizes port's values (empty when not constant) and length (-1 when unknown).
+struct Sizes {
+  std::vector<int64_t> values;
+  int64_t length = -1;
+};
+
+Expected<Sizes> SizesValues(const char* port, const PortInfo& sizes, const std::string& rule,
+                            bool allow_two) {
   if (sizes.shape.rank() != 1) {
     return InvalidArgument(std::string(port) + " shape " + sizes.shape.ToString() +
                            " must be rank 1: " + rule);
   }
-  *length = sizes.shape.dim(0);
+  const int64_t length = sizes.shape.dim(0);
   std::vector<int64_t> values;
   if (sizes.value) values = sizes.value->ToInt64Vector();
-  if (*length != -1 && *length != 4 && !(allow_two && *length == 2)) {
+  if (length != -1 && length != 4 && !(allow_two && length == 2)) {
     return InvalidArgument(std::string(port) + (sizes.value ? " " + IntsToString(values) : "") +
-                           " has " + std::to_string(*length) + " values; it must hold " + rule);
+                           " has " + std::to_string(length) + " values; it must hold " + rule);
   }
   for (int64_t v : values) {
     if (v < 0) {
@@ -204,7 +209,18 @@ Expected<std::vector<int64_t>> SizesValues(const char* port, const PortInfo& siz
                              " must be non-negative: " + rule);
     }
   }
-  return values;
+  return Sizes{std::move(values), length};
+}
+
+// Checks a gradient's sizes port (`port`: 4 values, or 2 with `allow_two`, non-negative),
+// then the ranks of its two 4-D operands: `other` (named `other_port`) and out_backprop.
+Expected<Sizes> GradientSizes(const char* port, const PortInfo& sizes, const std::string& rule,
+                              bool allow_two, const char* other_port, const Shape& other,
+                              const Shape& out_backprop) {
+  ASSIGN_OR_RETURN(Sizes s, SizesValues(port, sizes, rule, allow_two));
+  RETURN_IF_ERROR(CheckRank4(other_port, other));
+  RETURN_IF_ERROR(CheckRank4("out_backprop", out_backprop));
+  return s;
 }
 
 }  // namespace
@@ -214,12 +230,10 @@ Expected<Shape> ResolveInputSizes(const ConvAttrs& attrs, const PortInfo& sizes,
   const std::string rule = allow_hw ? "4 values [batch, height, width, depth] in data_format "
                                       "order, or 2 values [height, width]"
                                     : "4 values [batch, height, width, depth] in data_format order";
-  int64_t length = -1;
-  ASSIGN_OR_RETURN(std::vector<int64_t> v,
-                   SizesValues("input_sizes", sizes, rule, allow_hw, &length));
-  RETURN_IF_ERROR(CheckRank4("filter", filter));
-  RETURN_IF_ERROR(CheckRank4("out_backprop", out_backprop));
-  if (length == 2) {
+  ASSIGN_OR_RETURN(
+      Sizes s, GradientSizes("input_sizes", sizes, rule, allow_hw, "filter", filter, out_backprop));
+  const std::vector<int64_t>& v = s.values;
+  if (s.length == 2) {
     // TensorFlow: the batch comes from out_backprop, the depth from the filter's in-depth.
     return MakeShape(attrs.format, out_backprop.dim(0), v.empty() ? -1 : v[0],
                      v.empty() ? -1 : v[1], filter.dim(2));
@@ -233,12 +247,9 @@ Expected<Shape> ResolveFilterSizes(const ConvAttrs& attrs, const PortInfo& sizes
   const std::string rule =
       depthwise ? "4 values [filter_height, filter_width, in_channels, channel_multiplier]"
                 : "4 values [filter_height, filter_width, in_depth / groups, out_depth]";
-  int64_t length = -1;
-  ASSIGN_OR_RETURN(std::vector<int64_t> v,
-                   SizesValues("filter_sizes", sizes, rule, false, &length));
-  RETURN_IF_ERROR(CheckRank4("input", input));
-  RETURN_IF_ERROR(CheckRank4("out_backprop", out_backprop));
-  if (!v.empty()) return Shape(v);
+  ASSIGN_OR_RETURN(Sizes s, GradientSizes("filter_sizes", sizes, rule, /*allow_two=*/false, "input",
+                                          input, out_backprop));
+  if (!s.values.empty()) return Shape(s.values);
   const int64_t in_c = input.dim(attrs.c_dim()), out_c = out_backprop.dim(attrs.c_dim());
   if (depthwise) {
     const int64_t m = (in_c > 0 && out_c != -1 && out_c % in_c == 0) ? out_c / in_c : -1;

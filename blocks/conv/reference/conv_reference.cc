@@ -20,47 +20,44 @@ namespace {
 template <typename T>
 struct ReferenceKernels {
   using Acc = ComputeT<T>;
+  // The three arrays a tap indexes (ForEachTap's xi, wi, yi).
+  enum Array { kX, kW, kY };
 
   // y = sum over taps of x * w.
   static void Forward(const ConvState& s, const Tensor& x, const Tensor& w, Tensor* y,
                       const KernelContext& k) {
-    const T* xp = x.data<T>();
-    const T* wp = w.data<T>();
-    Sum(s, k, s.geometry.output_elements(), y, [&](Acc* acc, int64_t xi, int64_t wi, int64_t yi) {
-      acc[yi] += static_cast<Acc>(xp[xi]) * static_cast<Acc>(wp[wi]);
-    });
+    Sum<kX, kW, kY>(s, x, w, y, k);
   }
   // dx = the forward sum scattered back: every tap adds dy * w to the input it read.
   static void BackpropInput(const ConvState& s, const Tensor& w, const Tensor& dy, Tensor* dx,
                             const KernelContext& k) {
-    const T* wp = w.data<T>();
-    const T* dyp = dy.data<T>();
-    Sum(s, k, s.geometry.input_elements(), dx, [&](Acc* acc, int64_t xi, int64_t wi, int64_t yi) {
-      acc[xi] += static_cast<Acc>(dyp[yi]) * static_cast<Acc>(wp[wi]);
-    });
+    Sum<kY, kW, kX>(s, dy, w, dx, k);
   }
   // dw = every tap adds x * dy to the filter element it used.
   static void BackpropFilter(const ConvState& s, const Tensor& x, const Tensor& dy, Tensor* dw,
                              const KernelContext& k) {
-    const T* xp = x.data<T>();
-    const T* dyp = dy.data<T>();
-    Sum(s, k, s.geometry.filter_elements(), dw, [&](Acc* acc, int64_t xi, int64_t wi, int64_t yi) {
-      acc[wi] += static_cast<Acc>(xp[xi]) * static_cast<Acc>(dyp[yi]);
-    });
+    Sum<kX, kY, kW>(s, x, dy, dw, k);
   }
 
  private:
-  // Runs `add(acc, x_index, w_index, y_index)` for every tap into a zeroed accumulator of
-  // `size` elements, then rounds it once into `out` (every element written), unless cancelled.
-  template <typename Add>
-  static void Sum(const ConvState& s, const KernelContext& k, int64_t size, Tensor* out,
-                  const Add& add) {
+  // For every tap, out[tap's index into Out] += a[its index into A] * b[its index into B],
+  // summed in a zeroed accumulator that is rounded once into `out` (every element written),
+  // unless cancelled.
+  template <Array A, Array B, Array Out>
+  static void Sum(const ConvState& s, const Tensor& a, const Tensor& b, Tensor* out,
+                  const KernelContext& k) {
     const ConvGeometry& g = s.geometry;
     const int64_t in_per_group = g.depthwise ? 1 : g.filter_in_depth;
     const int64_t out_per_group = g.depthwise ? g.multiplier : g.out_depth / g.groups;
-    std::vector<Acc> acc(static_cast<size_t>(size), Acc{0});
+    const int64_t sizes[] = {g.input_elements(), g.filter_elements(), g.output_elements()};
+    std::vector<Acc> acc(static_cast<size_t>(sizes[Out]), Acc{0});
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
     ForEachTap(s.attrs.format, g, in_per_group, out_per_group, k,
-               [&](int64_t xi, int64_t wi, int64_t yi) { add(acc.data(), xi, wi, yi); });
+               [&](int64_t xi, int64_t wi, int64_t yi) {
+                 const int64_t at[] = {xi, wi, yi};
+                 acc[at[Out]] += static_cast<Acc>(ap[at[A]]) * static_cast<Acc>(bp[at[B]]);
+               });
     if (k.cancelled()) return;
     T* o = out->data<T>();
     for (size_t i = 0; i < acc.size(); ++i) o[i] = static_cast<T>(acc[i]);

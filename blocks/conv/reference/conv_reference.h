@@ -32,18 +32,12 @@ void ForEachTap(DataFormat format, const ConvGeometry& g, int64_t in_per_group,
         for (int64_t co = 0; co < g.out_depth; ++co) {
           const int64_t y_index = ActIndex(format, g.out_h, g.out_w, g.out_depth, n, oh, ow, co);
           const int64_t first_in = co / out_per_group * in_per_group;
-          for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-            const int64_t ih = g.input_row(oh, kh);
-            if (ih < 0 || ih >= g.in_h) continue;
-            for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-              const int64_t iw = g.input_col(ow, kw);
-              if (iw < 0 || iw >= g.in_w) continue;
-              for (int64_t ci = 0; ci < in_per_group; ++ci) {
-                fn(ActIndex(format, g.in_h, g.in_w, g.in_depth, n, ih, iw, first_in + ci),
-                   ((kh * g.filter_w + kw) * in_per_group + ci) * g.out_depth + co, y_index);
-              }
+          g.ForTapsInside(oh, ow, [&](int64_t kh, int64_t kw, int64_t ih, int64_t iw) {
+            for (int64_t ci = 0; ci < in_per_group; ++ci) {
+              fn(ActIndex(format, g.in_h, g.in_w, g.in_depth, n, ih, iw, first_in + ci),
+                 ((kh * g.filter_w + kw) * in_per_group + ci) * g.out_depth + co, y_index);
             }
-          }
+          });
         }
       }
 }
