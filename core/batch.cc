@@ -4,6 +4,7 @@
 
 #include "core/graph.h"
 #include "core/schema.h"
+#include "core/text.h"
 
 namespace blockflow {
 namespace {
@@ -154,19 +155,12 @@ BatchValue Batched(const BatchRule& rule, const BatchContext& c) {
 }  // namespace
 
 std::string_view BatchKindName(BatchKind kind) {
-  switch (kind) {
-    case BatchKind::kFree:
-      return "free";
-    case BatchKind::kCarries:
-      return "carries";
-    case BatchKind::kSums:
-      return "sums";
-    case BatchKind::kBatchShape:
-      return "batch shape";
-    case BatchKind::kUndecided:
-      return "undecided";
-  }
-  return "?";
+  static constexpr EnumName<BatchKind> kNames[] = {{BatchKind::kFree, "free"},
+                                                   {BatchKind::kCarries, "carries"},
+                                                   {BatchKind::kSums, "sums"},
+                                                   {BatchKind::kBatchShape, "batch shape"},
+                                                   {BatchKind::kUndecided, "undecided"}};
+  return NameIn(kNames, kind, "?");
 }
 
 std::string BatchValue::ToString() const {

@@ -2,28 +2,16 @@
 
 #include <cmath>
 
+#include "core/text.h"
+
 namespace blockflow {
 
 std::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-      return "float16";
-    case DType::kBFloat16:
-      return "bfloat16";
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kInt32:
-      return "int32";
-    case DType::kInt64:
-      return "int64";
-    case DType::kBool:
-      return "bool";
-    case DType::kInvalid:
-      break;
-  }
-  return "invalid";
+  static constexpr EnumName<DType> kNames[] = {
+      {DType::kFloat16, "float16"}, {DType::kBFloat16, "bfloat16"}, {DType::kFloat32, "float32"},
+      {DType::kFloat64, "float64"}, {DType::kInt32, "int32"},       {DType::kInt64, "int64"},
+      {DType::kBool, "bool"}};
+  return NameIn(kNames, dtype, "invalid");
 }
 
 std::optional<DType> ParseDType(std::string_view name) {

@@ -117,43 +117,22 @@ struct AccumulatorOf {
                                   std::conditional_t<std::is_integral_v<T>, int64_t, float>>;
 };
 
+/// Calls `fn(T{})` with T the one of `Ts` whose DType is `dtype`; false when none is.
+template <typename... Ts, typename Fn>
+bool DispatchAmong(DType dtype, Fn&& fn) {
+  return ((dtype == DTypeOf<Ts>::value ? (fn(Ts{}), true) : false) || ...);
+}
+
 /// Calls `fn(T{})` with T the C++ type of a floating `dtype`; returns false for other dtypes.
 template <typename Fn>
 bool DispatchFloat(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kFloat16:
-      fn(Half{});
-      return true;
-    case DType::kBFloat16:
-      fn(BFloat16{});
-      return true;
-    case DType::kFloat32:
-      fn(float{});
-      return true;
-    case DType::kFloat64:
-      fn(double{});
-      return true;
-    default:
-      return false;
-  }
+  return DispatchAmong<Half, BFloat16, float, double>(dtype, fn);
 }
 
 /// Calls `fn(T{})` with T the C++ type of any numeric `dtype` (floats, int32, int64, bool).
 template <typename Fn>
 bool DispatchAll(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kInt32:
-      fn(int32_t{});
-      return true;
-    case DType::kInt64:
-      fn(int64_t{});
-      return true;
-    case DType::kBool:
-      fn(bool{});
-      return true;
-    default:
-      return DispatchFloat(dtype, fn);
-  }
+  return DispatchAmong<Half, BFloat16, float, double, int32_t, int64_t, bool>(dtype, fn);
 }
 
 }  // namespace blockflow

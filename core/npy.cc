@@ -17,32 +17,11 @@
 #include <utility>
 
 #include "core/limits.h"
+#include "core/text.h"
 
 namespace blockflow {
 namespace fs = std::filesystem;
 namespace {
-
-std::string DescrOf(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-      return "<f2";
-    case DType::kBFloat16:
-      return "<u2";
-    case DType::kFloat32:
-      return "<f4";
-    case DType::kFloat64:
-      return "<f8";
-    case DType::kInt32:
-      return "<i4";
-    case DType::kInt64:
-      return "<i8";
-    case DType::kBool:
-      return "|b1";
-    case DType::kInvalid:
-      break;
-  }
-  return "";
-}
 
 // Finds the value text after `'key':` in a NumPy header dict; empty when absent.
 std::string HeaderValue(const std::string& header, const std::string& key) {
@@ -115,7 +94,7 @@ Expected<NpyHeader> ParseHeader(const std::string& bytes, size_t file_size,
 
   DType dtype = DType::kInvalid;
   for (DType d : AllDTypes()) {
-    if (DescrOf(d) == descr && d != DType::kBFloat16) dtype = d;
+    if (NpyDescr(d) == descr && d != DType::kBFloat16) dtype = d;
   }
   if (descr == "<u2") {
     if (expected_dtype != DType::kBFloat16) {
@@ -377,6 +356,14 @@ Expected<Tensor> ReadNpySlice(const std::string& path, int axis, int64_t begin, 
   return t;
 }
 
+std::string NpyDescr(DType dtype) {
+  static constexpr EnumName<DType> kDescr[] = {{DType::kFloat16, "<f2"}, {DType::kBFloat16, "<u2"},
+                                               {DType::kFloat32, "<f4"}, {DType::kFloat64, "<f8"},
+                                               {DType::kInt32, "<i4"},   {DType::kInt64, "<i8"},
+                                               {DType::kBool, "|b1"}};
+  return std::string(NameIn(kDescr, dtype, ""));
+}
+
 std::string SerializeNpy(const Tensor& tensor) {
   std::string out = NpyHeaderBytes(tensor);
   out.append(static_cast<const char*>(tensor.raw()), tensor.num_bytes());
@@ -391,7 +378,7 @@ std::string NpyHeaderBytes(const Tensor& tensor) {
     if (i + 1 < tensor.shape().rank()) shape += " ";
   }
   shape += ")";
-  std::string header = "{'descr': '" + DescrOf(tensor.dtype()) +
+  std::string header = "{'descr': '" + NpyDescr(tensor.dtype()) +
                        "', 'fortran_order': False, 'shape': " + shape + ", }";
   // Pad so that magic + length + header (ending in '\n') is a multiple of 64.
   const size_t total = 10 + header.size() + 1;

@@ -31,6 +31,9 @@ Expected<Tensor> ParseNpy(const std::string& bytes, const std::string& origin,
                           DType expected_dtype = DType::kInvalid);
 /// Serialises a tensor to .npy bytes (bfloat16 as '<u2').
 std::string SerializeNpy(const Tensor& tensor);
+
+/// The `.npy` descr of `dtype` ('<f4', '<u2' for bfloat16, '|b1'); "" for kInvalid.
+std::string NpyDescr(DType dtype);
 /// The part of SerializeNpy before the tensor's raw bytes: magic, version, length and the
 /// header padded to 64 bytes (for writers that send the data from the tensor itself).
 std::string NpyHeaderBytes(const Tensor& tensor);

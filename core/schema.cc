@@ -7,51 +7,23 @@
 namespace blockflow {
 
 std::string_view AttrTypeName(AttrType type) {
-  switch (type) {
-    case AttrType::kInt:
-      return "int";
-    case AttrType::kFloat:
-      return "float";
-    case AttrType::kBool:
-      return "bool";
-    case AttrType::kString:
-      return "string";
-    case AttrType::kEnum:
-      return "enum";
-    case AttrType::kInts:
-      return "ints";
-    case AttrType::kFloats:
-      return "floats";
-    case AttrType::kDType:
-      return "dtype";
-    case AttrType::kShape:
-      return "shape";
-    case AttrType::kAny:
-      return "any";
-  }
-  return "any";
+  static constexpr EnumName<AttrType> kNames[] = {
+      {AttrType::kInt, "int"},       {AttrType::kFloat, "float"}, {AttrType::kBool, "bool"},
+      {AttrType::kString, "string"}, {AttrType::kEnum, "enum"},   {AttrType::kInts, "ints"},
+      {AttrType::kFloats, "floats"}, {AttrType::kDType, "dtype"}, {AttrType::kShape, "shape"},
+      {AttrType::kAny, "any"}};
+  return NameIn(kNames, type, "any");
 }
 
 std::string_view LayoutRoleName(LayoutRole role) {
-  switch (role) {
-    case LayoutRole::kNone:
-      return "";
-    case LayoutRole::kActivation:
-      return "activation";
-    case LayoutRole::kFilter:
-      return "filter";
-  }
-  return "";
+  static constexpr EnumName<LayoutRole> kNames[] = {{LayoutRole::kActivation, "activation"},
+                                                    {LayoutRole::kFilter, "filter"}};
+  return NameIn(kNames, role, "");
 }
 
 std::string_view FileKindName(FileKind kind) {
-  switch (kind) {
-    case FileKind::kNone:
-      return "";
-    case FileKind::kNpy:
-      return "npy";
-  }
-  return "";
+  static constexpr EnumName<FileKind> kNames[] = {{FileKind::kNpy, "npy"}};
+  return NameIn(kNames, kind, "");
 }
 
 // ---- AttrMap ----
@@ -121,6 +93,12 @@ void InferContext::SetOutput(int i, PortInfo info) {
 }
 
 Tensor& KernelContext::AllocateOutput(int i) { return PlaceOutput(i, /*zeroed=*/true); }
+
+Status KernelContext::SetOutput(Expected<Tensor> t) {
+  if (!t.ok()) return t.status();
+  outputs = {std::move(t).value()};
+  return Status::OK();
+}
 
 Tensor& KernelContext::AllocateUninitializedOutput(int i) {
   return PlaceOutput(i, /*zeroed=*/false);

@@ -196,6 +196,8 @@ struct KernelContext {
   /// Allocates output i with its inferred dtype and shape, contents unspecified: for kernels
   /// that write every element. Pooled memory is reused without the cost of zeroing it.
   Tensor& AllocateUninitializedOutput(int i);
+  /// Makes `t` the kernel's only output, or returns its error.
+  Status SetOutput(Expected<Tensor> t);
   /// The state the schema's prepare function made for this node, as its concrete type.
   template <typename T>
   const T& State() const {

@@ -6,9 +6,27 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace blockflow {
+
+/// One row of an enum's name table, for NameIn.
+template <typename E>
+struct EnumName {
+  E value;
+  std::string_view name;
+};
+
+/// The name `table` gives `value`, or `fallback` when it has none.
+template <typename E, size_t N>
+constexpr std::string_view NameIn(const EnumName<E> (&table)[N], E value,
+                                  std::string_view fallback) {
+  for (const EnumName<E>& row : table) {
+    if (row.value == value) return row.name;
+  }
+  return fallback;
+}
 
 /// Levenshtein distance between two strings, ignoring ASCII case.
 size_t EditDistance(const std::string& a, const std::string& b);

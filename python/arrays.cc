@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "core/npy.h"
+
 namespace blockflow::python {
 namespace {
 
@@ -41,25 +43,10 @@ Expected<Tensor> Borrow(const py::array& array, DType dtype) {
 }  // namespace
 
 py::dtype NumpyDType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-      return py::dtype("float16");
-    case DType::kBFloat16:
-      return py::dtype::of<uint16_t>();
-    case DType::kFloat32:
-      return py::dtype::of<float>();
-    case DType::kFloat64:
-      return py::dtype::of<double>();
-    case DType::kInt32:
-      return py::dtype::of<int32_t>();
-    case DType::kInt64:
-      return py::dtype::of<int64_t>();
-    case DType::kBool:
-      return py::dtype::of<bool>();
-    case DType::kInvalid:
-      break;
-  }
-  throw py::value_error("no NumPy dtype for an invalid blockflow dtype");
+  // NumPy reads the .npy descr; bfloat16 is its raw 16 bits, as in .npy files.
+  if (dtype == DType::kInvalid)
+    throw py::value_error("no NumPy dtype for an invalid blockflow dtype");
+  return py::dtype(NpyDescr(dtype));
 }
 
 DType DTypeOfNumpy(const py::dtype& dtype, DType want) {

@@ -127,14 +127,7 @@ void RegisterArrayBlocks(OpRegistry& registry) {
           .Batch(BatchRule::Fn(ReshapeBatch))
           .SetShapeFn([](InferContext& c) {
             const PortInfo& shape = c.input(1);
-            if (!shape.value) {
-              if (shape.shape.rank() != 1 || shape.shape.dim(0) < 0) {
-                return InvalidArgument("input 'shape' must be a 1-D tensor of known length");
-              }
-              c.SetOutput(0, c.input(0).dtype,
-                          Shape(std::vector<int64_t>(static_cast<size_t>(shape.shape.dim(0)), -1)));
-              return Status::OK();
-            }
+            if (!shape.value) return SetOutputOfUnknownSizes(c, 1, "shape", c.input(0).dtype);
             ASSIGN_OR_RETURN(std::vector<int64_t> target, ConstIntVector(shape, "shape"));
             ASSIGN_OR_RETURN(Shape out, ResolveReshape(c.input(0).shape, target));
             PortInfo info{c.input(0).dtype, out, nullptr, c.input(0).from_feed};
@@ -146,9 +139,7 @@ void RegisterArrayBlocks(OpRegistry& registry) {
             return Status::OK();
           })
           .SetReferenceKernel([](KernelContext& k) {
-            ASSIGN_OR_RETURN(Tensor t, k.input(0).Reshaped(k.output_infos[0].shape));
-            k.outputs = {std::move(t)};
-            return Status::OK();
+            return k.SetOutput(k.input(0).Reshaped(k.output_infos[0].shape));
           }));
 
   registry.Register(

@@ -19,4 +19,13 @@ Expected<std::vector<int64_t>> ConstIntVector(const PortInfo& info, const std::s
   return info.value->ToInt64Vector();
 }
 
+Status SetOutputOfUnknownSizes(InferContext& c, int sizes, const std::string& port, DType dtype) {
+  const Shape& s = c.input(sizes).shape;
+  if (s.rank() != 1 || s.dim(0) < 0) {
+    return InvalidArgument("input '" + port + "' must be a 1-D tensor of known length");
+  }
+  c.SetOutput(0, dtype, Shape(std::vector<int64_t>(static_cast<size_t>(s.dim(0)), -1)));
+  return Status::OK();
+}
+
 }  // namespace blockflow

@@ -14,4 +14,9 @@ void RegisterArrayBlocks(OpRegistry& registry);  // array_blocks.cc: Identity, R
 /// Reads a rank-1 int32/int64 constant input as int64s; InvalidArgument naming `port` otherwise.
 Expected<std::vector<int64_t>> ConstIntVector(const PortInfo& info, const std::string& port);
 
+/// For a rank-1 int input `port` (index `sizes`) that names a shape but is not constant: sets
+/// output 0 to `dtype` and a shape of as many unknown dims as the input's length, which must be
+/// known.
+Status SetOutputOfUnknownSizes(InferContext& c, int sizes, const std::string& port, DType dtype);
+
 }  // namespace blockflow

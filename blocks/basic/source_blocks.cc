@@ -254,9 +254,7 @@ void RegisterSourceBlocks(OpRegistry& registry) {
                           return Status::OK();
                         })
                         .SetReferenceKernel([](KernelContext& k) {
-                          ASSIGN_OR_RETURN(Tensor t, MakeConst(*k.attrs, k.base_dir, k.file_cache));
-                          k.outputs = {std::move(t)};
-                          return Status::OK();
+                          return k.SetOutput(MakeConst(*k.attrs, k.base_dir, k.file_cache));
                         }));
 
   registry.Register(
@@ -309,14 +307,7 @@ void RegisterSourceBlocks(OpRegistry& registry) {
                                      c.input(1).shape.ToString());
             }
             const PortInfo& dims = c.input(0);
-            if (!dims.value) {
-              if (dims.shape.rank() != 1 || dims.shape.dim(0) < 0) {
-                return InvalidArgument("input 'dims' must be a 1-D tensor of known length");
-              }
-              c.SetOutput(0, c.input(1).dtype,
-                          Shape(std::vector<int64_t>(static_cast<size_t>(dims.shape.dim(0)), -1)));
-              return Status::OK();
-            }
+            if (!dims.value) return SetOutputOfUnknownSizes(c, 0, "dims", c.input(1).dtype);
             ASSIGN_OR_RETURN(std::vector<int64_t> d, ConstIntVector(dims, "dims"));
             for (int64_t v : d) {
               if (v < 0)

@@ -57,10 +57,8 @@ void RegisterTfSupportBlocks(OpRegistry& registry) {
             c.SetOutput(0, std::move(out));
             return Status::OK();
           })
-          .SetReferenceKernel([](KernelContext& k) -> Status {
-            ASSIGN_OR_RETURN(Tensor t, ShapeTensor(k.input(0).shape(), OutType(*k.attrs), "input"));
-            k.outputs = {std::move(t)};
-            return Status::OK();
+          .SetReferenceKernel([](KernelContext& k) {
+            return k.SetOutput(ShapeTensor(k.input(0).shape(), OutType(*k.attrs), "input"));
           }));
 
   // ShapeN: out_i[j] = dim j of input i, one output per input.

@@ -58,15 +58,9 @@ BatchShare ShareOf(int64_t batch, int rank, int size) {
 }
 
 std::string_view CombineRuleName(CombineRule rule) {
-  switch (rule) {
-    case CombineRule::kGather:
-      return "gather";
-    case CombineRule::kSum:
-      return "sum";
-    case CombineRule::kFirst:
-      return "first";
-  }
-  return "?";
+  static constexpr EnumName<CombineRule> kNames[] = {
+      {CombineRule::kGather, "gather"}, {CombineRule::kSum, "sum"}, {CombineRule::kFirst, "first"}};
+  return NameIn(kNames, rule, "?");
 }
 
 Expected<std::vector<Combine>> PlanCombine(const Graph& graph, const BatchAnalysis& batch,
