@@ -83,14 +83,20 @@ class GraphScene : public QGraphicsScene {
   void wireDroppedOnCanvas(QPointF scene_pos, const WireEnd& end, const WireFit& fit);
 
  protected:
+  // Wiring: a press on a port starts a wire (or picks up a connected input's), the move draws
+  // it, the release connects, rewires or detaches; otherwise moves, committed on release.
   void mousePressEvent(QGraphicsSceneMouseEvent* event) override;
   void mouseMoveEvent(QGraphicsSceneMouseEvent* event) override;
   void mouseReleaseEvent(QGraphicsSceneMouseEvent* event) override;
+  /// Edits an inline value, or opens quick-add on empty canvas.
   void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) override;
+  // Blocks dragged in from the palette.
   void dragEnterEvent(QGraphicsSceneDragDropEvent* event) override;
   void dragMoveEvent(QGraphicsSceneDragDropEvent* event) override;
   void dropEvent(QGraphicsSceneDragDropEvent* event) override;
+  /// The canvas colour and its minor and major grid.
   void drawBackground(QPainter* painter, const QRectF& rect) override;
+  /// A block's menu.
   void contextMenuEvent(QGraphicsSceneContextMenuEvent* event) override;
 
  private:

@@ -124,24 +124,20 @@ void GraphView::mouseReleaseEvent(QMouseEvent* event) {
   QGraphicsView::mouseReleaseEvent(event);
 }
 
+bool GraphView::TrackSpace(QKeyEvent* event, bool held) {
+  if (event->key() != Qt::Key_Space || event->isAutoRepeat()) return false;
+  space_held_ = held;
+  if (!panning_) viewport()->setCursor(held ? Qt::OpenHandCursor : Qt::ArrowCursor);
+  event->accept();
+  return true;
+}
+
 void GraphView::keyPressEvent(QKeyEvent* event) {
-  if (event->key() == Qt::Key_Space && !event->isAutoRepeat()) {
-    space_held_ = true;
-    viewport()->setCursor(Qt::OpenHandCursor);
-    event->accept();
-    return;
-  }
-  QGraphicsView::keyPressEvent(event);
+  if (!TrackSpace(event, /*held=*/true)) QGraphicsView::keyPressEvent(event);
 }
 
 void GraphView::keyReleaseEvent(QKeyEvent* event) {
-  if (event->key() == Qt::Key_Space && !event->isAutoRepeat()) {
-    space_held_ = false;
-    if (!panning_) viewport()->setCursor(Qt::ArrowCursor);
-    event->accept();
-    return;
-  }
-  QGraphicsView::keyReleaseEvent(event);
+  if (!TrackSpace(event, /*held=*/false)) QGraphicsView::keyReleaseEvent(event);
 }
 
 }  // namespace blockflow::editor

@@ -26,8 +26,11 @@ class GraphView : public QGraphicsView {
   void quickAddRequested(QPointF scene_pos, QPoint global_pos);
 
  protected:
+  /// Takes Tab (quick-add) before Qt moves the focus with it.
   bool event(QEvent* event) override;
+  /// Zooms in or out, a step per wheel notch.
   void wheelEvent(QWheelEvent* event) override;
+  // Panning: a middle drag, or a left drag with Space held.
   void mousePressEvent(QMouseEvent* event) override;
   void mouseMoveEvent(QMouseEvent* event) override;
   void mouseReleaseEvent(QMouseEvent* event) override;
@@ -35,6 +38,9 @@ class GraphView : public QGraphicsView {
   void keyReleaseEvent(QKeyEvent* event) override;
 
  private:
+  /// Space pressed (`held`) or released: tracks it for panning; false for any other key.
+  bool TrackSpace(QKeyEvent* event, bool held);
+
   bool space_held_ = false;
   bool panning_ = false;
   QPoint pan_last_;

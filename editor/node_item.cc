@@ -408,31 +408,23 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
   }
 
   // Run state footer.
+  struct StateLook {
+    RunState state;
+    QColor color;
+    const char* text;
+  };
+  static const StateLook kLooks[] = {{RunState::kPending, palette::kPending, "pending"},
+                                     {RunState::kRunning, palette::kRunning, "running…"},
+                                     {RunState::kDone, palette::kOk, "done"},
+                                     {RunState::kFailed, palette::kError, "failed"},
+                                     {RunState::kConstant, QColor(0x6aa8f7), "constant"}};
   QColor state_color;
   QString state_text;
-  switch (run_state_) {
-    case RunState::kPending:
-      state_color = palette::kPending;
-      state_text = "pending";
-      break;
-    case RunState::kRunning:
-      state_color = palette::kRunning;
-      state_text = "running…";
-      break;
-    case RunState::kDone:
-      state_color = palette::kOk;
-      state_text = "done";
-      break;
-    case RunState::kFailed:
-      state_color = palette::kError;
-      state_text = "failed";
-      break;
-    case RunState::kConstant:
-      state_color = QColor(0x6a, 0xa8, 0xf7);
-      state_text = "constant";
-      break;
-    case RunState::kIdle:
-      break;
+  for (const StateLook& look : kLooks) {
+    if (look.state == run_state_) {
+      state_color = look.color;
+      state_text = QString::fromUtf8(look.text);
+    }
   }
   if (run_state_ != RunState::kIdle) {
     const double y = height_ - kFooterH;

@@ -9,24 +9,18 @@
 namespace blockflow::editor {
 
 QColor DTypeColor(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-      return QColor(0x4f, 0xc3, 0xc9);
-    case DType::kBFloat16:
-      return QColor(0x6c, 0xcf, 0x8f);
-    case DType::kFloat32:
-      return QColor(0x5b, 0x9c, 0xf5);
-    case DType::kFloat64:
-      return QColor(0xa6, 0x7d, 0xf0);
-    case DType::kInt32:
-      return QColor(0xf0, 0x9a, 0x3e);
-    case DType::kInt64:
-      return QColor(0xe0, 0x6c, 0x3c);
-    case DType::kBool:
-      return QColor(0xe8, 0x6f, 0xb0);
-    default:
-      return QColor(0x8a, 0x90, 0x99);
+  struct Entry {
+    DType dtype;
+    QRgb rgb;
+  };
+  static constexpr Entry kColors[] = {{DType::kFloat16, 0x4fc3c9}, {DType::kBFloat16, 0x6ccf8f},
+                                      {DType::kFloat32, 0x5b9cf5}, {DType::kFloat64, 0xa67df0},
+                                      {DType::kInt32, 0xf09a3e},   {DType::kInt64, 0xe06c3c},
+                                      {DType::kBool, 0xe86fb0}};
+  for (const Entry& e : kColors) {
+    if (e.dtype == dtype) return QColor(e.rgb);
   }
+  return QColor(0x8a9099);
 }
 
 QColor CategoryColor(const QString& category) {

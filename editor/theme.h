@@ -12,18 +12,14 @@ namespace blockflow::editor {
 
 /// Canvas and node colours of the dark theme.
 namespace palette {
-inline const QColor kCanvas(0x1d, 0x1f, 0x23);
-inline const QColor kGridMinor(0x25, 0x28, 0x2d);
-inline const QColor kGridMajor(0x2e, 0x32, 0x38);
-inline const QColor kNodeBody(0x2b, 0x2e, 0x34);
-inline const QColor kNodeBorder(0x44, 0x49, 0x52);
-inline const QColor kSelection(0xf0, 0xb4, 0x29);
-inline const QColor kText(0xe6, 0xe8, 0xeb);
-inline const QColor kTextDim(0x98, 0x9f, 0xa8);
-inline const QColor kError(0xe5, 0x48, 0x4d);
-inline const QColor kOk(0x46, 0xb9, 0x6e);
-inline const QColor kRunning(0xf2, 0xc0, 0x3c);
-inline const QColor kPending(0x7a, 0x82, 0x8c);
+// The canvas and its grid.
+inline const QColor kCanvas(0x1d1f23), kGridMinor(0x25282d), kGridMajor(0x2e3238);
+// Blocks: body, border and the selection outline.
+inline const QColor kNodeBody(0x2b2e34), kNodeBorder(0x444952), kSelection(0xf0b429);
+// Text, normal and secondary.
+inline const QColor kText(0xe6e8eb), kTextDim(0x989fa8);
+// A node's run state.
+inline const QColor kError(0xe5484d), kOk(0x46b96e), kRunning(0xf2c03c), kPending(0x7a828c);
 }  // namespace palette
 
 /// The colour of a port or wire carrying `dtype` (grey when unknown).
