@@ -197,37 +197,39 @@ DnnlCase MakeDnnl(const dnnl::engine& eng, dnnl::stream& strm, ConvOp op, const 
     o.prim = prim_md == tf ? o.user : memory(prim_md, eng);
     c.operands.push_back(o);
   };
+  // The primitive of `pd`, and its result: `elements` values, TF layout `tf`, written to out_tf.
+  auto result = [&](const auto& pd, auto primitive, int arg, const memory::desc& tf,
+                    int64_t elements, const memory::desc& prim_md) {
+    c.prim = primitive;
+    c.impl = pd.impl_info_str();
+    c.out_tf.resize(static_cast<size_t>(elements));
+    operand(arg, true, tf, c.out_tf.data(), prim_md);
+  };
   switch (op) {
     case ConvOp::kForward:
-      c.prim = dnnl::convolution_forward(fwd_pd);
-      c.impl = fwd_pd.impl_info_str();
       operand(DNNL_ARG_SRC, false, src_tf, x.raw(), fwd_pd.src_desc());
       operand(DNNL_ARG_WEIGHTS, false, w_tf, w.raw(), fwd_pd.weights_desc());
-      c.out_tf.resize(static_cast<size_t>(g.output_elements()));
-      operand(DNNL_ARG_DST, true, dst_tf, c.out_tf.data(), fwd_pd.dst_desc());
+      result(fwd_pd, dnnl::convolution_forward(fwd_pd), DNNL_ARG_DST, dst_tf, g.output_elements(),
+             fwd_pd.dst_desc());
       break;
     case ConvOp::kBackpropInput: {
       dnnl::convolution_backward_data::desc d(algo, src_any, w_any, dst_any, strides, dil, pad_l,
                                               pad_r);
       dnnl::convolution_backward_data::primitive_desc pd(d, eng, fwd_pd);
-      c.prim = dnnl::convolution_backward_data(pd);
-      c.impl = pd.impl_info_str();
       operand(DNNL_ARG_DIFF_DST, false, dst_tf, dy.raw(), pd.diff_dst_desc());
       operand(DNNL_ARG_WEIGHTS, false, w_tf, w.raw(), pd.weights_desc());
-      c.out_tf.resize(static_cast<size_t>(g.input_elements()));
-      operand(DNNL_ARG_DIFF_SRC, true, src_tf, c.out_tf.data(), pd.diff_src_desc());
+      result(pd, dnnl::convolution_backward_data(pd), DNNL_ARG_DIFF_SRC, src_tf, g.input_elements(),
+             pd.diff_src_desc());
       break;
     }
     case ConvOp::kBackpropFilter: {
       dnnl::convolution_backward_weights::desc d(algo, src_any, w_any, dst_any, strides, dil, pad_l,
                                                  pad_r);
       dnnl::convolution_backward_weights::primitive_desc pd(d, eng, fwd_pd);
-      c.prim = dnnl::convolution_backward_weights(pd);
-      c.impl = pd.impl_info_str();
       operand(DNNL_ARG_SRC, false, src_tf, x.raw(), pd.src_desc());
       operand(DNNL_ARG_DIFF_DST, false, dst_tf, dy.raw(), pd.diff_dst_desc());
-      c.out_tf.resize(static_cast<size_t>(g.filter_elements()));
-      operand(DNNL_ARG_DIFF_WEIGHTS, true, w_tf, c.out_tf.data(), pd.diff_weights_desc());
+      result(pd, dnnl::convolution_backward_weights(pd), DNNL_ARG_DIFF_WEIGHTS, w_tf,
+             g.filter_elements(), pd.diff_weights_desc());
       break;
     }
   }

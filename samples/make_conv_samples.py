@@ -74,63 +74,36 @@ def main():
     strides, padding = [1, 2, 2, 1], "SAME"
     n, h, w, c = 1, 8, 8, 3
     oh, ow = forward_out(h, 3, 2, padding), forward_out(w, 3, 2, padding)
-
-    # Conv2D: 3 -> 4 channels, 3x3, stride 1.
-    name = "conv2d"
-    write(name, [
-        placeholder(name, "input", uniform(rng, (n, h, w, c)), 40),
-        file_node(name, "filter", uniform(rng, (3, 3, c, 4)) / 3, 200),
-        block("output", "Conv2D", {"input": "input", "filter": "filter"},
-              {"strides": [1, 1, 1, 1], "padding": padding}),
-    ])
-    # Conv2DBackpropInput: the input gradient of a stride-2 SAME convolution.
-    name = "conv2d_backprop_input"
-    write(name, [
-        sizes_node("input_sizes", [n, h, w, c], 40),
-        file_node(name, "filter", uniform(rng, (3, 3, c, 4)) / 3, 160),
-        placeholder(name, "out_backprop", uniform(rng, (n, oh, ow, 4)), 280),
-        block("input_grad", "Conv2DBackpropInput",
-              {"input_sizes": "input_sizes", "filter": "filter", "out_backprop": "out_backprop"},
-              {"strides": strides, "padding": padding}),
-    ])
-    # Conv2DBackpropFilter: the filter gradient of the same convolution.
-    name = "conv2d_backprop_filter"
-    write(name, [
-        file_node(name, "input", uniform(rng, (n, h, w, c)), 40),
-        sizes_node("filter_sizes", [3, 3, c, 4], 160),
-        placeholder(name, "out_backprop", uniform(rng, (n, oh, ow, 4)), 280),
-        block("filter_grad", "Conv2DBackpropFilter",
-              {"input": "input", "filter_sizes": "filter_sizes", "out_backprop": "out_backprop"},
-              {"strides": strides, "padding": padding}),
-    ])
-    # DepthwiseConv2dNative: channel multiplier 2 (3 -> 6 channels), 3x3, stride 1.
-    name = "depthwise_conv2d_native"
-    write(name, [
-        placeholder(name, "input", uniform(rng, (n, h, w, c)), 40),
-        file_node(name, "filter", uniform(rng, (3, 3, c, 2)) / 3, 200),
-        block("output", "DepthwiseConv2dNative", {"input": "input", "filter": "filter"},
-              {"strides": [1, 1, 1, 1], "padding": padding}),
-    ])
-    # DepthwiseConv2dNativeBackpropInput: as in the design's example, stride 2 SAME.
-    name = "depthwise_conv2d_native_backprop_input"
-    write(name, [
-        sizes_node("input_sizes", [n, h, w, c], 40),
-        file_node(name, "filter", uniform(rng, (3, 3, c, 2)) / 3, 160),
-        placeholder(name, "out_backprop", uniform(rng, (n, oh, ow, 2 * c)), 280),
-        block("input_grad", "DepthwiseConv2dNativeBackpropInput",
-              {"input_sizes": "input_sizes", "filter": "filter", "out_backprop": "out_backprop"},
-              {"strides": strides, "padding": padding}),
-    ])
-    # DepthwiseConv2dNativeBackpropFilter.
-    name = "depthwise_conv2d_native_backprop_filter"
-    write(name, [
-        file_node(name, "input", uniform(rng, (n, h, w, c)), 40),
-        sizes_node("filter_sizes", [3, 3, c, 2], 160),
-        placeholder(name, "out_backprop", uniform(rng, (n, oh, ow, 2 * c)), 280),
-        block("filter_grad", "DepthwiseConv2dNativeBackpropFilter",
-              {"input": "input", "filter_sizes": "filter_sizes", "out_backprop": "out_backprop"},
-              {"strides": strides, "padding": padding}),
-    ])
+    # Each family's three samples: the forward op at stride 1, then the input and the filter
+    # gradient of a stride-2 SAME convolution (the design's example). Conv2D maps 3 -> 4
+    # channels; the depthwise op has channel multiplier 2 (3 -> 6 channels).
+    for prefix, op, filter_out, grad_depth in (("conv2d", "Conv2D", 4, 4),
+                                               ("depthwise_conv2d_native", "DepthwiseConv2dNative", 2, 2 * c)):
+        filter_shape, grad_shape = (3, 3, c, filter_out), (n, oh, ow, grad_depth)
+        write(prefix, [
+            placeholder(prefix, "input", uniform(rng, (n, h, w, c)), 40),
+            file_node(prefix, "filter", uniform(rng, filter_shape) / 3, 200),
+            block("output", op, {"input": "input", "filter": "filter"},
+                  {"strides": [1, 1, 1, 1], "padding": padding}),
+        ])
+        name = prefix + "_backprop_input"
+        write(name, [
+            sizes_node("input_sizes", [n, h, w, c], 40),
+            file_node(name, "filter", uniform(rng, filter_shape) / 3, 160),
+            placeholder(name, "out_backprop", uniform(rng, grad_shape), 280),
+            block("input_grad", op + "BackpropInput",
+                  {"input_sizes": "input_sizes", "filter": "filter", "out_backprop": "out_backprop"},
+                  {"strides": strides, "padding": padding}),
+        ])
+        name = prefix + "_backprop_filter"
+        write(name, [
+            file_node(name, "input", uniform(rng, (n, h, w, c)), 40),
+            sizes_node("filter_sizes", list(filter_shape), 160),
+            placeholder(name, "out_backprop", uniform(rng, grad_shape), 280),
+            block("filter_grad", op + "BackpropFilter",
+                  {"input": "input", "filter_sizes": "filter_sizes", "out_backprop": "out_backprop"},
+                  {"strides": strides, "padding": padding}),
+        ])
 
 
 if __name__ == "__main__":
