@@ -63,37 +63,29 @@ inline float BFloat16BitsToFloat(uint16_t b) {
   return f;
 }
 
-/// IEEE binary16 storage type; arithmetic happens in float.
-struct Half {
+/// A 16-bit floating storage type whose bits the three conversions define; arithmetic happens
+/// in float.
+template <uint16_t (*kFromFloat)(float), uint16_t (*kFromDouble)(double),
+          float (*kToFloat)(uint16_t)>
+struct Float16Storage {
   uint16_t bits = 0;
-  Half() = default;
-  explicit Half(float f) : bits(FloatToHalfBits(f)) {}
-  explicit Half(double d) : bits(DoubleToHalfBits(d)) {}
-  static Half FromBits(uint16_t b) {
-    Half h;
+  Float16Storage() = default;
+  explicit Float16Storage(float f) : bits(kFromFloat(f)) {}
+  explicit Float16Storage(double d) : bits(kFromDouble(d)) {}
+  static Float16Storage FromBits(uint16_t b) {
+    Float16Storage h;
     h.bits = b;
     return h;
   }
   // Implicit on purpose: widening to float is exact.
   // NOLINTNEXTLINE(google-explicit-constructor)
-  operator float() const { return HalfBitsToFloat(bits); }
+  operator float() const { return kToFloat(bits); }
 };
 
-/// bfloat16 storage type; arithmetic happens in float.
-struct BFloat16 {
-  uint16_t bits = 0;
-  BFloat16() = default;
-  explicit BFloat16(float f) : bits(FloatToBFloat16Bits(f)) {}
-  explicit BFloat16(double d) : bits(DoubleToBFloat16Bits(d)) {}
-  static BFloat16 FromBits(uint16_t b) {
-    BFloat16 h;
-    h.bits = b;
-    return h;
-  }
-  // Implicit on purpose: widening to float is exact.
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  operator float() const { return BFloat16BitsToFloat(bits); }
-};
+/// IEEE binary16.
+using Half = Float16Storage<FloatToHalfBits, DoubleToHalfBits, HalfBitsToFloat>;
+/// bfloat16: the upper half of a float32.
+using BFloat16 = Float16Storage<FloatToBFloat16Bits, DoubleToBFloat16Bits, BFloat16BitsToFloat>;
 
 /// Maps a C++ element type to its DType.
 template <typename T>
