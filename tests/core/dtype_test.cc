@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
+#include <string_view>
+#include <type_traits>
 
 namespace blockflow {
 namespace {
@@ -18,6 +21,40 @@ TEST(DTypeTest, NamesRoundTrip) {
   EXPECT_FALSE(ParseDType("float128").has_value());
   EXPECT_EQ(DTypeSize(DType::kBFloat16), 2u);
   EXPECT_EQ(DTypeSize(DType::kInt64), 8u);
+}
+
+TEST(DTypeTest, EveryDTypeHasItsOwnName) {
+  std::set<std::string_view> names;
+  for (DType d : AllDTypes()) names.insert(DTypeName(d));
+  EXPECT_EQ(names.size(), AllDTypes().size());
+  EXPECT_EQ(names.count("invalid"), 0u);
+  EXPECT_EQ(DTypeName(DType::kInvalid), "invalid");
+}
+
+TEST(DTypeTest, DispatchCallsWithTheDTypesCppType) {
+  for (DType d : AllDTypes()) {
+    DType seen = DType::kInvalid;
+    int calls = 0;
+    const auto record = [&](auto tag) {
+      seen = DTypeOf<decltype(tag)>::value;
+      ++calls;
+    };
+    EXPECT_TRUE(DispatchAll(d, record)) << DTypeName(d);
+    EXPECT_EQ(seen, d);
+    EXPECT_EQ(DispatchFloat(d, record), IsFloatingDType(d)) << DTypeName(d);
+    EXPECT_EQ(calls, IsFloatingDType(d) ? 2 : 1) << DTypeName(d);
+  }
+  EXPECT_FALSE(DispatchAll(DType::kInvalid, [](auto) { FAIL() << "called for kInvalid"; }));
+}
+
+TEST(DTypeTest, SixteenBitTypesAreDistinct) {
+  static_assert(!std::is_same_v<Half, BFloat16>);
+  // 1.0: 0x3c00 in binary16, 0x3f80 in bfloat16.
+  EXPECT_EQ(Half(1.0f).bits, 0x3c00);
+  EXPECT_EQ(BFloat16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(static_cast<float>(Half::FromBits(0xc000)), -2.0f);
+  EXPECT_EQ(static_cast<float>(BFloat16::FromBits(0xc000)), -2.0f);
+  EXPECT_EQ(Half(0.1).bits, DoubleToHalfBits(0.1));
 }
 
 TEST(DTypeTest, EveryHalfSurvivesTheRoundTrip) {

@@ -105,6 +105,20 @@ TEST(SchemaFacts, NamesOfTheFacts) {
   EXPECT_EQ(LayoutRoleName(LayoutRole::kNone), "");
   EXPECT_EQ(FileKindName(FileKind::kNpy), "npy");
   EXPECT_EQ(FileKindName(FileKind::kNone), "");
+  EXPECT_EQ(AttrTypeName(AttrType::kInts), "ints");
+  EXPECT_EQ(AttrTypeName(AttrType::kShape), "shape");
+}
+
+TEST(KernelContextTest, SetOutputTakesTheTensorOrReturnsTheError) {
+  KernelContext k;
+  Tensor t(DType::kInt32, Shape{2});
+  t.data<int32_t>()[1] = 7;
+  ASSERT_TRUE(k.SetOutput(std::move(t)).ok());
+  ASSERT_EQ(k.outputs.size(), 1u);
+  EXPECT_EQ(k.outputs[0].data<int32_t>()[1], 7);
+  const Status s = k.SetOutput(Expected<Tensor>(InvalidArgument("no such shape")));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no such shape"), std::string::npos) << s.message();
 }
 
 }  // namespace
