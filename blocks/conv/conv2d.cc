@@ -643,13 +643,15 @@ void GemmKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
   const bool pointwise = IsPointwise(g);
   const GemmTile tile = ActiveGemmTile(sizeof(C));
   // Threads take whole images (col2im adds into the pixels of its own images only). The column
-  // matrix goes a GEMM column block (`slab` columns) at a time through a buffer of `span` rows,
-  // at most kColumnBytes: whole images when one fits, else row ranges from each image's start,
-  // so the order of the sums into an image, and so their bits, depend on the geometry alone.
+  // matrix goes a GEMM column block (`slab` columns) at a time through a buffer of `span` rows:
+  // as many whole images as fit in kColumnBytes, at least one (UseGemm takes only images of a
+  // few pixels, far below the cap), so the order of the sums into an image, and so their bits,
+  // depend on the geometry alone.
   constexpr int64_t kColumnBytes = 4 << 20;
   const int64_t slab = GemmColumnBlock(tile, sizeof(C));
-  const int64_t rows_max = std::max<int64_t>(tile.mr, kColumnBytes / int64_t{sizeof(C)} / slab);
-  const int64_t span = pointwise ? 0 : pixels <= rows_max ? rows_max / pixels * pixels : rows_max;
+  const int64_t images =
+      std::max<int64_t>(1, kColumnBytes / int64_t{sizeof(C)} / slab / std::max<int64_t>(1, pixels));
+  const int64_t span = pointwise ? 0 : images * pixels;
   // A 1x1 layer's rows are independent: any split. Else at most one thread per image.
   const int wanted = ThreadsFor(ctx.num_threads, g.batch * pixels * n * co, 1 << 18);
   const int nt = pointwise ? wanted : static_cast<int>(std::min<int64_t>(g.batch, wanted));
@@ -673,15 +675,13 @@ void GemmKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
       Col2im<C> sc{&g, dx, ap + gemm_work, slab, 0, 0};
       const ColumnSink sink{&Col2im<C>::Add, &sc};
       for (int64_t img = b0; img < b1 && !ctx.cancelled();) {
-        // Whole images [img, img + count) when they fit, else rows of the one image.
-        const int64_t count = pixels <= span ? std::min(b1 - img, span / pixels) : 1;
-        // Zeroed group by group: a run cancelled before it starts writes nothing.
+        // Images [img, img + count), zeroed group by group: a run cancelled before it starts
+        // writes nothing.
+        const int64_t count = std::min(b1 - img, images);
         std::fill(dx + img * image, dx + (img + count) * image, C{0});
-        for (int64_t r = 0; r < count * pixels; r += span) {
-          sc.r0 = img * pixels + r;
-          sc.r1 = img * pixels + std::min(count * pixels, r + span);
-          GemmRows(a, b, sc.r0, sc.r1, n, co, ap + gemm_work, slab, ap, tile, ctx, &sink);
-        }
+        sc.r0 = img * pixels;
+        sc.r1 = (img + count) * pixels;
+        GemmRows(a, b, sc.r0, sc.r1, n, co, ap + gemm_work, slab, ap, tile, ctx, &sink);
         img += count;
       }
     }
