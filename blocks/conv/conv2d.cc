@@ -385,11 +385,7 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
     if (ih < 0 || ih >= g.in_h) continue;
     const C* xrow0 = x + (n0 * g.in_h + ih) * g.in_w * ci_all + grp * cig;
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-      const int64_t off = g.pad_left - kw * g.dilation_w;
-      const int64_t ow0 = off > 0 ? (off + g.stride_w - 1) / g.stride_w : 0;
-      const int64_t ow1 = (g.in_w - 1 + off < 0)
-                              ? 0
-                              : std::min<int64_t>(g.out_w, (g.in_w - 1 + off) / g.stride_w + 1);
+      const auto [off, ow0, ow1] = g.columns_inside(kw);
       if (ow0 >= ow1) continue;
       C* dwt = dw + (kh * g.filter_w + kw) * cig * co_all + co0;
       int64_t ci0 = 0;
@@ -561,7 +557,7 @@ bool UseGemm(const ConvGeometry& g) {
 }
 
 // The GEMM path's kernel set, for the geometries UseGemm picks.
-BF_CONV_KERNEL_SET(GemmKernels);
+BF_CONV_OPTIMIZED_KERNEL_SET(GemmKernels);
 
 // Rows [begin, end) of `rows` split among `nt` threads in multiples of `align`: thread t's.
 std::pair<int64_t, int64_t> RowsOf(int64_t rows, int nt, int t, int64_t align) {
@@ -570,19 +566,15 @@ std::pair<int64_t, int64_t> RowsOf(int64_t rows, int nt, int t, int64_t align) {
 }
 
 template <typename T>
-void GemmKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
-                             Tensor* output, const KernelContext& ctx) {
+void GemmKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  const ConvGeometry& g = state.geometry;
-  Operands<T, C> ops(state, ctx);
-  const C* x = ops.Input(input);
-  const C* w = ops.Filter(filter);
-  C* y = ops.Result(output);
+  const ConvGeometry& g = args.g;
+  const C* x = args.x;
   const int64_t m = g.batch * g.out_h * g.out_w, n = g.out_depth;
   const int64_t k = g.filter_h * g.filter_w * g.in_depth;
   const MatrixView<C> a =
       IsPointwise(g) ? MatrixView<C>::Dense(x, k, k, false) : MatrixView<C>::Im2col(x, g, false);
-  const MatrixView<C> b = MatrixView<C>::Dense(w, n, n, false);
+  const MatrixView<C> b = MatrixView<C>::Dense(args.w, n, n, false);
   const GemmTile tile = ActiveGemmTile(sizeof(C));
   const int nt = ThreadsFor(ctx.num_threads, m * n * k, 1 << 18);
   Reused<C> work(kSlotGemmWork);
@@ -592,9 +584,8 @@ void GemmKernels<T>::Forward(const ConvState& state, const Tensor& input, const 
   {
     const int t = omp_get_thread_num();
     const auto [m0, m1] = RowsOf(m, nt, t, tile.mr);
-    GemmRows(a, b, m0, m1, n, k, y + m0 * n, n, work.data() + t * per_thread, tile, ctx);
+    GemmRows(a, b, m0, m1, n, k, args.result + m0 * n, n, work.data() + t * per_thread, tile, ctx);
   }
-  if (!ctx.cancelled()) ops.StoreOutput(y, output);
 }
 
 // The input gradient's col2im: adds the column block [j0, j1) of the column rows [r0, r1),
@@ -629,15 +620,10 @@ struct Col2im {
 };
 
 template <typename T>
-void GemmKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
-                                   const Tensor& out_backprop, Tensor* input_grad,
-                                   const KernelContext& ctx) {
+void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  const ConvGeometry& g = state.geometry;
-  Operands<T, C> ops(state, ctx);
-  const C* dy = ops.OutBackprop(out_backprop);
-  const C* w = ops.Filter(filter);
-  C* dx = ops.Result(input_grad);
+  const ConvGeometry& g = args.g;
+  C* dx = args.result;
   const int64_t ci = g.in_depth, co = g.out_depth, taps = g.filter_h * g.filter_w;
   const int64_t pixels = g.out_h * g.out_w, n = taps * ci;
   const bool pointwise = IsPointwise(g);
@@ -659,9 +645,9 @@ void GemmKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
   const int64_t gemm_work = GemmWorkspaceElements(tile, sizeof(C));
   const int64_t per_thread = gemm_work + span * slab;
   work->resize(static_cast<size_t>(nt * per_thread));
-  const MatrixView<C> a = MatrixView<C>::Dense(dy, co, co, false);
+  const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
   // B[co, (tap, ci)] = w[tap, ci, co]: the HWIO filter read along co.
-  const MatrixView<C> b = MatrixView<C>::Dense(w, co, co, true);
+  const MatrixView<C> b = MatrixView<C>::Dense(args.w, co, co, true);
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
@@ -686,18 +672,14 @@ void GemmKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
       }
     }
   }
-  if (!ctx.cancelled()) ops.StoreInputGrad(dx, input_grad);
 }
 
 template <typename T>
-void GemmKernels<T>::BackpropFilter(const ConvState& state, const Tensor& input,
-                                    const Tensor& out_backprop, Tensor* filter_grad,
-                                    const KernelContext& ctx) {
+void GemmKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  const ConvGeometry& g = state.geometry;
-  Operands<T, C> ops(state, ctx);
-  const C* x = ops.Input(input);
-  const C* dy = ops.OutBackprop(out_backprop);
+  const ConvGeometry& g = args.g;
+  const C *x = args.x, *dy = args.dy;
+  Tensor* filter_grad = args.filter_grad;
   const int64_t m = g.filter_h * g.filter_w * g.in_depth, n = g.out_depth;
   const int64_t k = g.batch * g.out_h * g.out_w;
   const MatrixView<C> a =
@@ -753,43 +735,35 @@ int64_t ImagesPerItem(int64_t batch, int64_t height, int64_t width) {
   return nb;
 }
 
-// The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
-// flag before each row.
-BF_CONV_KERNEL_SET(Conv2DKernels);
+// The direct kernel set: one function per op, rows in parallel, polling the cancel flag before
+// each row.
+BF_CONV_OPTIMIZED_KERNEL_SET(Conv2DKernels);
 
 template <typename T>
-void Conv2DKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
-                               Tensor* output, const KernelContext& ctx) {
-  const ConvGeometry& g = state.geometry;
+void Conv2DKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  Operands<T, C> ops(state, ctx);
-  const C* x = ops.Input(input);
+  const ConvGeometry& g = args.g;
   Reused<C> packed(kSlotPackedFilter);
-  PackForwardFilter(g, ops.Filter(filter), packed.get());
-  C* y = ops.Result(output);
+  PackForwardFilter(g, args.w, packed.get());
   const WorkBuffer<C> zeros(static_cast<size_t>(g.in_depth), C{0});
   const RowFn<C> row = ForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.filter_in_depth * g.out_depth;
   ParallelRows(rows, ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15), ctx,
                [&](int64_t r, int /*thread*/) {
-                 row(g, x, packed.data(), y, r / g.out_h, r % g.out_h, zeros.data(), nullptr);
+                 row(g, args.x, packed.data(), args.result, r / g.out_h, r % g.out_h, zeros.data(),
+                     nullptr);
                });
-  if (!ctx.cancelled()) ops.StoreOutput(y, output);
 }
 
 template <typename T>
-void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
-                                     const Tensor& out_backprop, Tensor* input_grad,
-                                     const KernelContext& ctx) {
-  const ConvGeometry& g = state.geometry;
+void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  Operands<T, C> ops(state, ctx);
-  const C* dy = ops.OutBackprop(out_backprop);
+  const ConvGeometry& g = args.g;
   // Three copies of the filter in one buffer: panels [grp][ci block of L][kh, kw, co, L] for
   // the vector tiles (the inner loops then stream them), wt[kh, kw, co, ci] = w[kh, kw, ci, co]
   // for the plain loops, and the HWIO filter for the dot-product path (few input channels).
-  const T* w = filter.data<T>();
+  const C* w = args.w;
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t taps = g.filter_h * g.filter_w, cig = g.filter_in_depth, co_all = g.out_depth;
   const int64_t cog = co_all / g.groups, cig_vec = cig - cig % L;
@@ -799,7 +773,7 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
   for (int64_t tap = 0; tap < taps; ++tap)
     for (int64_t ci = 0; ci < cig; ++ci)
       for (int64_t co = 0; co < co_all; ++co) {
-        const C v = Widen<C>(w[(tap * cig + ci) * co_all + co]);
+        const C v = w[(tap * cig + ci) * co_all + co];
         const int64_t grp = co / cog, j = co % cog;
         if (ci < cig_vec) {
           const int64_t block = ci - ci % L;
@@ -809,7 +783,6 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
         wt[static_cast<size_t>(packed + (tap * co_all + co) * cig + ci)] = v;
         wt[static_cast<size_t>(packed + fsize + (tap * cig + ci) * co_all + co)] = v;
       }
-  C* dx = ops.Result(input_grad);
   const WorkBuffer<C> zeros(static_cast<size_t>(co_all), C{0});
   const InputBlockFn<C> block = BackpropInputBlock(C{});
   // When one block of input channels' filter panel (taps x cog vectors) outgrows L2 (kPanel),
@@ -833,21 +806,15 @@ void Conv2DKernels<T>::BackpropInput(const ConvState& state, const Tensor& filte
   std::vector<IntPair> scratch(static_cast<size_t>(nt * pairs));
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
     const int64_t n0 = r / g.in_h * nb;
-    block(g, wt.data(), dy, dx, n0, std::min(g.batch, n0 + nb), r % g.in_h, zeros.data(),
-          scratch.data() + thread * pairs, chunk);
+    block(g, wt.data(), args.dy, args.result, n0, std::min(g.batch, n0 + nb), r % g.in_h,
+          zeros.data(), scratch.data() + thread * pairs, chunk);
   });
-  if (!ctx.cancelled()) ops.StoreInputGrad(dx, input_grad);
 }
 
 template <typename T>
-void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& input,
-                                      const Tensor& out_backprop, Tensor* filter_grad,
-                                      const KernelContext& ctx) {
-  const ConvGeometry& g = state.geometry;
+void Conv2DKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  Operands<T, C> ops(state, ctx);
-  const C* x = ops.Input(input);
-  const C* dy = ops.OutBackprop(out_backprop);
+  const ConvGeometry& g = args.g;
   const int64_t fsize = g.filter_elements();
   // Work items of `nb` batch elements' row oh, so that the read-modify-write of dw stays small
   // next to a register tile's arithmetic. nb depends on the geometry alone, so the sums (and
@@ -857,9 +824,10 @@ void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& inpu
   const int64_t row_cost = nb * g.out_w * fsize;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   const FilterBlockFn<C> block = BackpropFilterBlock(C{});
-  SumRowsPerThread<T, C>(rows, fsize, nt, ctx, filter_grad->data<T>(), [&](int64_t r, C* mine) {
+  T* dw = args.filter_grad->template data<T>();
+  SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
     const int64_t n0 = r / g.out_h * nb;
-    block(g, x, dy, mine, n0, std::min(g.batch, n0 + nb), r % g.out_h);
+    block(g, args.x, args.dy, mine, n0, std::min(g.batch, n0 + nb), r % g.out_h);
   });
 }
 
@@ -867,8 +835,8 @@ void Conv2DKernels<T>::BackpropFilter(const ConvState& state, const Tensor& inpu
 
 Status RunConv2DKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
                         const KernelContext& ctx) {
-  if (UseGemm(state.geometry)) return RunKernels<GemmKernels>(state, a, b, out, ctx);
-  return RunKernels<Conv2DKernels>(state, a, b, out, ctx);
+  if (UseGemm(state.geometry)) return RunOptimizedKernels<GemmKernels>(state, a, b, out, ctx);
+  return RunOptimizedKernels<Conv2DKernels>(state, a, b, out, ctx);
 }
 
 }  // namespace blockflow::conv::internal

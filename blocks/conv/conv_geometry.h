@@ -13,6 +13,7 @@
 //   EXPLICIT: out = floor((in + before + after - eff) / s) + 1
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -86,6 +87,18 @@ struct ConvGeometry {
   /// The input column that filter column kw reads for output column ow.
   int64_t input_col(int64_t ow, int64_t kw) const {
     return ow * stride_w - pad_left + kw * dilation_w;
+  }
+
+  /// Filter column kw's reads: output column ow reads input column ow * stride_w - off, and
+  /// inside the input for ow in [begin, end) (none when begin >= end).
+  struct ColumnSpan {
+    int64_t off, begin, end;
+  };
+  ColumnSpan columns_inside(int64_t kw) const {
+    const int64_t off = pad_left - kw * dilation_w;
+    const int64_t begin = off > 0 ? (off + stride_w - 1) / stride_w : 0;
+    const int64_t end = in_w - 1 + off < 0 ? 0 : std::min(out_w, (in_w - 1 + off) / stride_w + 1);
+    return {off, begin, end};
   }
 
   /// Calls fn(kh, kw, ih, iw) for each filter tap of output pixel (oh, ow) that reads inside

@@ -307,11 +307,7 @@ BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* const* 
     if (xr[kh] == nullptr) continue;
     const C* xrow = xr[kh];
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-      const int64_t off = g.pad_left - kw * g.dilation_w;
-      const int64_t ow0 = off > 0 ? (off + g.stride_w - 1) / g.stride_w : 0;
-      const int64_t ow1 = (g.in_w - 1 + off < 0)
-                              ? 0
-                              : std::min<int64_t>(g.out_w, (g.in_w - 1 + off) / g.stride_w + 1);
+      const auto [off, ow0, ow1] = g.columns_inside(kw);
       if (ow0 >= ow1) continue;
       C* dwt = dw + (kh * g.filter_w + kw) * ch;
       int64_t c0 = 0;

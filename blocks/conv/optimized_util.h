@@ -12,6 +12,7 @@
 #include "blocks/conv/conv_kernels.h"
 #include "blocks/conv/isa.h"
 #include "blocks/conv/layout.h"
+#include "blocks/conv/run_kernels.h"
 #include "core/schema.h"
 
 // The kernels pass 64-byte vectors between always-inlined helpers; GCC's note that this
@@ -58,6 +59,57 @@ class Operands {
   int num_threads_;
   Reused<C> x_{kSlotInput}, dy_{kSlotOutBackprop}, w_{kSlotFilter}, result_{kSlotResult};
 };
+
+/// What an optimized kernel set's functions get (BF_CONV_OPTIMIZED_KERNEL_SET): the operands the
+/// op reads as NHWC buffers of the compute type, null for the others, and where its result goes.
+template <typename T>
+struct KernelArgs {
+  using C = ComputeT<T>;
+  const ConvGeometry& g;
+  const C* x = nullptr;   // the input: forward, BackpropFilter
+  const C* w = nullptr;   // the HWIO filter: forward, BackpropInput
+  const C* dy = nullptr;  // out_backprop: both gradients
+  /// Forward and BackpropInput: the NHWC output or input gradient to write whole, stored back
+  /// into the op's tensor after the kernel, unless the run was cancelled.
+  C* result = nullptr;
+  /// BackpropFilter: the zeroed filter gradient, written in T by the kernel.
+  Tensor* filter_grad = nullptr;
+};
+
+/// Runs the function of `s.op` in an optimized kernel set `K<T>`: converts the operands it
+/// reads (ConvOp orders a and b), runs it, and stores its result back unless the run was
+/// cancelled, so that no kernel repeats that protocol. Static, as RunKernels.
+template <template <typename> class K>
+static Status RunOptimizedKernels(const ConvState& s, const Tensor& a, const Tensor& b, Tensor* out,
+                                  const KernelContext& ctx) {
+  return RunGuarded(s, a, [&](auto tag) {
+    using T = decltype(tag);
+    Operands<T, ComputeT<T>> ops(s, ctx);
+    KernelArgs<T> args{s.geometry};
+    const bool forward = s.op == ConvOp::kForward;
+    if (s.op != ConvOp::kBackpropInput) args.x = ops.Input(a);
+    if (s.op != ConvOp::kBackpropFilter) args.w = ops.Filter(forward ? b : a);
+    if (!forward) args.dy = ops.OutBackprop(b);
+    if (s.op == ConvOp::kBackpropFilter) {
+      args.filter_grad = out;
+      return K<T>::BackpropFilter(args, ctx);
+    }
+    args.result = ops.Result(out);
+    forward ? K<T>::Forward(args, ctx) : K<T>::BackpropInput(args, ctx);
+    if (ctx.cancelled()) return;
+    forward ? ops.StoreOutput(args.result, out) : ops.StoreInputGrad(args.result, out);
+  });
+}
+
+/// Declares an optimized kernel set `Name<T>` for RunOptimizedKernels: one function per op, each
+/// taking (args, ctx), defined in the family's file.
+#define BF_CONV_OPTIMIZED_KERNEL_SET(Name)                                           \
+  template <typename T>                                                              \
+  struct Name {                                                                      \
+    static void Forward(const KernelArgs<T>& args, const KernelContext& ctx);        \
+    static void BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx);  \
+    static void BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx); \
+  }
 
 /// Runs `row(r, thread)` for every r in [0, rows) on `nt` threads, statically scheduled, and
 /// skips the rows left once `ctx` is cancelled.
