@@ -127,6 +127,16 @@ void SetConvAttrs(pb::NodeDef* n, pb::DataType t, std::initializer_list<int64_t>
   if (conv2d) SetBool(n, "use_cudnn_on_gpu", true);
 }
 
+// A convolution node with TensorFlow's attrs (use_cudnn_on_gpu on the Conv2D ops).
+pb::NodeDef* AddConv(pb::GraphDef* g, const std::string& name, const std::string& op,
+                     std::initializer_list<std::string> inputs,
+                     std::initializer_list<int64_t> strides, const std::string& padding,
+                     pb::DataType t = pb::DT_FLOAT) {
+  pb::NodeDef* n = AddNode(g, name, op, inputs);
+  SetConvAttrs(n, t, strides, padding, op.rfind("Conv2D", 0) == 0);
+  return n;
+}
+
 void AddVersions(pb::GraphDef* g) { g->mutable_versions()->set_producer(1087); }
 
 // Conv2DBackpropFilter: input by tensor_content, sizes by int_val, out_backprop by float_val;
@@ -137,10 +147,9 @@ pb::GraphDef Conv2DBackpropFilterGraph() {
   AddIntConst(&g, "filter_sizes", {3, 3, 3, 2});
   AddFloatConst(&g, "out_backprop", pb::DT_FLOAT, {1, 3, 3, 2}, 100, Encoding::kFullList);
   AddNode(&g, "init", "NoOp");
-  pb::NodeDef* n = AddNode(&g, "conv_grad/Conv2DBackpropFilter", "Conv2DBackpropFilter",
-                           {"input", "filter_sizes", "out_backprop", "^init"});
-  SetConvAttrs(n, pb::DT_FLOAT, {1, 2, 2, 1}, "SAME", true);
-  SetOutputShapes(n, {{3, 3, 3, 2}});
+  SetOutputShapes(AddConv(&g, "conv_grad/Conv2DBackpropFilter", "Conv2DBackpropFilter",
+                          {"input", "filter_sizes", "out_backprop", "^init"}, {1, 2, 2, 1}, "SAME"),
+                  {{3, 3, 3, 2}});
   AddVersions(&g);
   return g;
 }
@@ -148,11 +157,10 @@ pb::GraphDef Conv2DBackpropFilterGraph() {
 // DepthwiseConv2dNativeBackpropFilter, nodes listed consumers first (any order is valid).
 pb::GraphDef DepthwiseBackpropFilterGraph() {
   pb::GraphDef g;
-  pb::NodeDef* n =
-      AddNode(&g, "depthwise_grad/DepthwiseConv2dNativeBackpropFilter",
-              "DepthwiseConv2dNativeBackpropFilter", {"input:0", "filter_sizes", "out_backprop:0"});
-  SetConvAttrs(n, pb::DT_FLOAT, {1, 1, 1, 1}, "VALID", false);
-  SetOutputShapes(n, {{3, 3, 2, 2}});
+  SetOutputShapes(AddConv(&g, "depthwise_grad/DepthwiseConv2dNativeBackpropFilter",
+                          "DepthwiseConv2dNativeBackpropFilter",
+                          {"input:0", "filter_sizes", "out_backprop:0"}, {1, 1, 1, 1}, "VALID"),
+                  {{3, 3, 2, 2}});
   AddFloatConst(&g, "out_backprop", pb::DT_FLOAT, {1, 4, 4, 4}, 200, Encoding::kFullList);
   AddIntConst(&g, "filter_sizes", {3, 3, 2, 2});
   AddFloatConst(&g, "input", pb::DT_FLOAT, {1, 6, 6, 2}, 300, Encoding::kTensorContent);
@@ -167,11 +175,11 @@ pb::GraphDef DepthwiseBackpropInputGraph() {
   AddIntConst(&g, "input_sizes", {1, 6, 6, 2});
   AddFloatConst(&g, "filter", pb::DT_DOUBLE, {3, 3, 2, 1}, 400, Encoding::kTensorContent);
   AddFloatConst(&g, "out_backprop", pb::DT_DOUBLE, {1, 3, 3, 2}, 500, Encoding::kRepeatLast, 7);
-  pb::NodeDef* n =
-      AddNode(&g, "depthwise_grad/DepthwiseConv2dNativeBackpropInput",
-              "DepthwiseConv2dNativeBackpropInput", {"input_sizes", "filter", "out_backprop"});
-  SetConvAttrs(n, pb::DT_DOUBLE, {1, 2, 2, 1}, "SAME", false);
-  SetOutputShapes(n, {{1, 6, 6, 2}});
+  SetOutputShapes(
+      AddConv(&g, "depthwise_grad/DepthwiseConv2dNativeBackpropInput",
+              "DepthwiseConv2dNativeBackpropInput", {"input_sizes", "filter", "out_backprop"},
+              {1, 2, 2, 1}, "SAME", pb::DT_DOUBLE),
+      {{1, 6, 6, 2}});
   AddVersions(&g);
   return g;
 }
@@ -303,14 +311,6 @@ pb::NodeDef* AddOp(pb::GraphDef* g, const std::string& name, const std::string& 
                    std::initializer_list<std::string> inputs) {
   pb::NodeDef* n = AddNode(g, name, op, inputs);
   SetType(n, "T", pb::DT_FLOAT);
-  return n;
-}
-
-pb::NodeDef* AddConv(pb::GraphDef* g, const std::string& name, const std::string& op,
-                     std::initializer_list<std::string> inputs,
-                     std::initializer_list<int64_t> strides, const std::string& padding) {
-  pb::NodeDef* n = AddNode(g, name, op, inputs);
-  SetConvAttrs(n, pb::DT_FLOAT, strides, padding, op.rfind("Conv2D", 0) == 0);
   return n;
 }
 
