@@ -127,6 +127,17 @@ void SetConvAttrs(pb::NodeDef* n, pb::DataType t, std::initializer_list<int64_t>
   if (conv2d) SetBool(n, "use_cudnn_on_gpu", true);
 }
 
+// A float32 scalar Const.
+pb::NodeDef* AddScalarConst(pb::GraphDef* g, const std::string& name, float v) {
+  pb::NodeDef* n = AddNode(g, name, "Const");
+  SetType(n, "dtype", pb::DT_FLOAT);
+  pb::TensorProto* tp = (*n->mutable_attr())["value"].mutable_tensor();
+  tp->set_dtype(pb::DT_FLOAT);
+  tp->mutable_tensor_shape();
+  tp->add_float_val(v);
+  return n;
+}
+
 // A convolution node with TensorFlow's attrs (use_cudnn_on_gpu on the Conv2D ops).
 pb::NodeDef* AddConv(pb::GraphDef* g, const std::string& name, const std::string& op,
                      std::initializer_list<std::string> inputs,
@@ -217,14 +228,7 @@ pb::GraphDef TrainStepGraph() {
   n = AddNode(&g, "gradients/Shape", "Shape", {"loss/sub"});
   SetType(n, "T", f);
   SetType(n, "out_type", pb::DT_INT32);
-  n = AddNode(&g, "gradients/grad_ys_0", "Const");
-  SetType(n, "dtype", f);
-  {
-    pb::TensorProto* tp = (*n->mutable_attr())["value"].mutable_tensor();
-    tp->set_dtype(f);
-    tp->mutable_tensor_shape();
-    tp->add_float_val(1.0f);
-  }
+  AddScalarConst(&g, "gradients/grad_ys_0", 1.0f);
   n = AddNode(&g, "gradients/Fill", "Fill", {"gradients/Shape", "gradients/grad_ys_0"});
   SetType(n, "T", f);
   SetType(n, "index_type", pb::DT_INT32);
@@ -262,14 +266,7 @@ pb::GraphDef TrainStepGraph() {
   (*n->mutable_attr())["_class"].mutable_list()->add_s(
       "loc:@gradients/conv1/Conv2D_grad/Conv2DBackpropFilter");
 
-  n = AddNode(&g, "GradientDescent/learning_rate", "Const");
-  SetType(n, "dtype", f);
-  {
-    pb::TensorProto* tp = (*n->mutable_attr())["value"].mutable_tensor();
-    tp->set_dtype(f);
-    tp->mutable_tensor_shape();
-    tp->add_float_val(0.01f);
-  }
+  AddScalarConst(&g, "GradientDescent/learning_rate", 0.01f);
   n = AddNode(&g, "GradientDescent/update_conv1/weights/ApplyGradientDescent",
               "ApplyGradientDescent",
               {"conv1/weights", "GradientDescent/learning_rate",
@@ -311,16 +308,6 @@ pb::NodeDef* AddOp(pb::GraphDef* g, const std::string& name, const std::string& 
                    std::initializer_list<std::string> inputs) {
   pb::NodeDef* n = AddNode(g, name, op, inputs);
   SetType(n, "T", pb::DT_FLOAT);
-  return n;
-}
-
-pb::NodeDef* AddScalarConst(pb::GraphDef* g, const std::string& name, float v) {
-  pb::NodeDef* n = AddNode(g, name, "Const");
-  SetType(n, "dtype", pb::DT_FLOAT);
-  pb::TensorProto* tp = (*n->mutable_attr())["value"].mutable_tensor();
-  tp->set_dtype(pb::DT_FLOAT);
-  tp->mutable_tensor_shape();
-  tp->add_float_val(v);
   return n;
 }
 
