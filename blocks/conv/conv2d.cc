@@ -457,10 +457,9 @@ BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restric
     const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
       C* dwt = dw + (kh * g.filter_w + kw) * cig * co_all + co0;
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int64_t iw = g.input_col(ow, kw);
-        if (iw < 0 || iw >= g.in_w) continue;
-        const C* __restrict xp = xrow + iw * ci_all;
+      const auto [off, ow0, ow1] = g.columns_inside(kw);
+      for (int64_t ow = ow0; ow < ow1; ++ow) {
+        const C* __restrict xp = xrow + (ow * g.stride_w - off) * ci_all;
         const C* __restrict dyp = dyrow + ow * co_all;
         for (int64_t ci = 0; ci < cig; ++ci) {
           const C s = xp[ci];
