@@ -451,9 +451,7 @@ BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restric
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, co0 = grp * cog;
   const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all + co0;
-  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-    const int64_t ih = g.input_row(oh, kh);
-    if (ih < 0 || ih >= g.in_h) continue;
+  g.ForRowsInside(oh, [&](int64_t kh, int64_t ih) {
     const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
       C* dwt = dw + (kh * g.filter_w + kw) * cig * co_all + co0;
@@ -468,7 +466,7 @@ BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restric
         }
       }
     }
-  }
+  });
 }
 
 // Filter gradient of output row oh of the batch elements [n0, n1).

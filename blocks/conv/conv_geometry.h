@@ -101,18 +101,24 @@ struct ConvGeometry {
     return {off, begin, end};
   }
 
+  /// Calls fn(kh, ih) for each filter row of output row oh that reads inside the input.
+  template <typename Fn>
+  void ForRowsInside(int64_t oh, Fn&& fn) const {
+    for (int64_t kh = 0; kh < filter_h; ++kh) {
+      const int64_t ih = input_row(oh, kh);
+      if (ih >= 0 && ih < in_h) fn(kh, ih);
+    }
+  }
   /// Calls fn(kh, kw, ih, iw) for each filter tap of output pixel (oh, ow) that reads inside
   /// the input, kh-major.
   template <typename Fn>
   void ForTapsInside(int64_t oh, int64_t ow, Fn&& fn) const {
-    for (int64_t kh = 0; kh < filter_h; ++kh) {
-      const int64_t ih = input_row(oh, kh);
-      if (ih < 0 || ih >= in_h) continue;
+    ForRowsInside(oh, [&](int64_t kh, int64_t ih) {
       for (int64_t kw = 0; kw < filter_w; ++kw) {
         const int64_t iw = input_col(ow, kw);
         if (iw >= 0 && iw < in_w) fn(kh, kw, ih, iw);
       }
-    }
+    });
   }
 
   int64_t input_elements() const { return batch * in_h * in_w * in_depth; }
