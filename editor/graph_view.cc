@@ -1,13 +1,12 @@
 #include "editor/graph_view.h"
 
 #include <QKeyEvent>
-#include <QMouseEvent>
-#include <QScrollBar>
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
 
 #include "editor/graph_scene.h"
+#include "editor/panner.h"
 
 namespace blockflow::editor {
 
@@ -30,6 +29,7 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent) : QGraphicsView(scene, 
   setFrameShape(QFrame::NoFrame);
   setAcceptDrops(true);
   setFocusPolicy(Qt::StrongFocus);
+  new Panner(this);  // middle drag, or Space + left drag
 }
 
 void GraphView::FitToGraph() {
@@ -89,55 +89,6 @@ void GraphView::wheelEvent(QWheelEvent* event) {
   if (steps == 0) return;
   ZoomBy(std::pow(1.15, steps));
   event->accept();
-}
-
-void GraphView::mousePressEvent(QMouseEvent* event) {
-  if (event->button() == Qt::MiddleButton || (space_held_ && event->button() == Qt::LeftButton)) {
-    panning_ = true;
-    pan_last_ = event->pos();
-    viewport()->setCursor(Qt::ClosedHandCursor);
-    event->accept();
-    return;
-  }
-  QGraphicsView::mousePressEvent(event);
-}
-
-void GraphView::mouseMoveEvent(QMouseEvent* event) {
-  if (panning_) {
-    const QPoint d = event->pos() - pan_last_;
-    pan_last_ = event->pos();
-    horizontalScrollBar()->setValue(horizontalScrollBar()->value() - d.x());
-    verticalScrollBar()->setValue(verticalScrollBar()->value() - d.y());
-    event->accept();
-    return;
-  }
-  QGraphicsView::mouseMoveEvent(event);
-}
-
-void GraphView::mouseReleaseEvent(QMouseEvent* event) {
-  if (panning_ && (event->button() == Qt::MiddleButton || event->button() == Qt::LeftButton)) {
-    panning_ = false;
-    viewport()->setCursor(space_held_ ? Qt::OpenHandCursor : Qt::ArrowCursor);
-    event->accept();
-    return;
-  }
-  QGraphicsView::mouseReleaseEvent(event);
-}
-
-bool GraphView::TrackSpace(QKeyEvent* event, bool held) {
-  if (event->key() != Qt::Key_Space || event->isAutoRepeat()) return false;
-  space_held_ = held;
-  if (!panning_) viewport()->setCursor(held ? Qt::OpenHandCursor : Qt::ArrowCursor);
-  event->accept();
-  return true;
-}
-
-void GraphView::keyPressEvent(QKeyEvent* event) {
-  if (!TrackSpace(event, /*held=*/true)) QGraphicsView::keyPressEvent(event);
-}
-
-void GraphView::keyReleaseEvent(QKeyEvent* event) {
-  if (!TrackSpace(event, /*held=*/false)) QGraphicsView::keyReleaseEvent(event);
 }
 
 }  // namespace blockflow::editor

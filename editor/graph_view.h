@@ -30,20 +30,6 @@ class GraphView : public QGraphicsView {
   bool event(QEvent* event) override;
   /// Zooms in or out, a step per wheel notch.
   void wheelEvent(QWheelEvent* event) override;
-  // Panning: a middle drag, or a left drag with Space held.
-  void mousePressEvent(QMouseEvent* event) override;
-  void mouseMoveEvent(QMouseEvent* event) override;
-  void mouseReleaseEvent(QMouseEvent* event) override;
-  void keyPressEvent(QKeyEvent* event) override;
-  void keyReleaseEvent(QKeyEvent* event) override;
-
- private:
-  /// Space pressed (`held`) or released: tracks it for panning; false for any other key.
-  bool TrackSpace(QKeyEvent* event, bool held);
-
-  bool space_held_ = false;
-  bool panning_ = false;
-  QPoint pan_last_;
 };
 
 }  // namespace blockflow::editor
