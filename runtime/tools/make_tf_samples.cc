@@ -253,18 +253,16 @@ pb::GraphDef TrainStepGraph() {
   AddNode(&g, "gradients/conv1/Conv2D_grad/tuple/group_deps", "NoOp",
           {"^gradients/conv1/Conv2D_grad/Conv2DBackpropInput",
            "^gradients/conv1/Conv2D_grad/Conv2DBackpropFilter"});
-  n = AddNode(&g, "gradients/conv1/Conv2D_grad/tuple/control_dependency", "Identity",
-              {"gradients/conv1/Conv2D_grad/Conv2DBackpropInput",
-               "^gradients/conv1/Conv2D_grad/tuple/group_deps"});
-  SetType(n, "T", f);
-  (*n->mutable_attr())["_class"].mutable_list()->add_s(
-      "loc:@gradients/conv1/Conv2D_grad/Conv2DBackpropInput");
-  n = AddNode(&g, "gradients/conv1/Conv2D_grad/tuple/control_dependency_1", "Identity",
-              {"gradients/conv1/Conv2D_grad/Conv2DBackpropFilter",
-               "^gradients/conv1/Conv2D_grad/tuple/group_deps"});
-  SetType(n, "T", f);
-  (*n->mutable_attr())["_class"].mutable_list()->add_s(
-      "loc:@gradients/conv1/Conv2D_grad/Conv2DBackpropFilter");
+  // tf.tuple's outputs: each gradient again, once both are done.
+  const std::string grads = "gradients/conv1/Conv2D_grad/";
+  const char* const kTuple[][2] = {{"control_dependency", "Conv2DBackpropInput"},
+                                   {"control_dependency_1", "Conv2DBackpropFilter"}};
+  for (const auto& [name, source] : kTuple) {
+    n = AddNode(&g, grads + "tuple/" + name, "Identity",
+                {grads + source, "^" + grads + "tuple/group_deps"});
+    SetType(n, "T", f);
+    (*n->mutable_attr())["_class"].mutable_list()->add_s("loc:@" + grads + source);
+  }
 
   AddScalarConst(&g, "GradientDescent/learning_rate", 0.01f);
   n = AddNode(&g, "GradientDescent/update_conv1/weights/ApplyGradientDescent",
