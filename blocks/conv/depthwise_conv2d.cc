@@ -425,30 +425,25 @@ class ExpandedInputRows {
   std::vector<const C*> rows_;
 };
 
-// The kernel set RunKernels runs: one function per op, rows in parallel, polling the cancel
-// flag before each row.
-BF_CONV_KERNEL_SET(DepthwiseKernels);
+// The kernel set: one function per op, rows in parallel, polling the cancel flag before each
+// row.
+BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 
 template <typename T>
-void DepthwiseKernels<T>::Forward(const ConvState& state, const Tensor& input, const Tensor& filter,
-                                  Tensor* output, const KernelContext& ctx) {
-  const ConvGeometry& g = state.geometry;
+void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  Operands<T, C> ops(state, ctx);
-  const C* x = ops.Input(input);
+  const ConvGeometry& g = args.g;
   const ConvGeometry e = Expanded(g);
-  const C* w = ops.Filter(filter);  // [fh, fw, C*M]
-  C* y = ops.Result(output);
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   const DwRowsFn<C> row = DwForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  ExpandedInputRows<C> xrows(g, x, nt);
-  ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
-    row(e, xrows.FilterRows(thread, r), w, y + r * g.out_w * e.out_depth, zeros.data());
+  ExpandedInputRows<C> xrows(g, args.x, nt);
+  ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
+    row(e, xrows.FilterRows(thread, r), args.w, args.result + r * g.out_w * e.out_depth,
+        zeros.data());
   });
-  if (!ctx.cancelled()) ops.StoreOutput(y, output);
 }
 
 // Input gradient at stride 1: the forward convolution of dy with the filter flipped in both
@@ -516,20 +511,12 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
 }
 
 template <typename T>
-void DepthwiseKernels<T>::BackpropInput(const ConvState& state, const Tensor& filter,
-                                        const Tensor& out_backprop, Tensor* input_grad,
-                                        const KernelContext& ctx) {
-  const ConvGeometry& g = state.geometry;
+void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  Operands<T, C> ops(state, ctx);
-  const C* dy = ops.OutBackprop(out_backprop);
-  const C* w = ops.Filter(filter);
-  C* dx = ops.Result(input_grad);
-  if (g.stride_h == 1 && g.stride_w == 1) {
-    DwBackpropInputStride1(g, w, dy, dx, ctx);
-    if (!ctx.cancelled()) ops.StoreInputGrad(dx, input_grad);
-    return;
-  }
+  const ConvGeometry& g = args.g;
+  const C *w = args.w, *dy = args.dy;
+  C* dx = args.result;
+  if (g.stride_h == 1 && g.stride_w == 1) return DwBackpropInputStride1(g, w, dy, dx, ctx);
   const ConvGeometry e = Expanded(g);
   // With M > 1, first the gradient of each expanded channel c*M + m, then the sum over m.
   C* dxe = dx;
@@ -561,26 +548,21 @@ void DepthwiseKernels<T>::BackpropInput(const ConvState& state, const Tensor& fi
       dx[i] = s;
     }
   }
-  ops.StoreInputGrad(dx, input_grad);
 }
 
 template <typename T>
-void DepthwiseKernels<T>::BackpropFilter(const ConvState& state, const Tensor& input,
-                                         const Tensor& out_backprop, Tensor* filter_grad,
-                                         const KernelContext& ctx) {
-  const ConvGeometry& g = state.geometry;
+void DepthwiseKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  Operands<T, C> ops(state, ctx);
-  const C* x = ops.Input(input);
+  const ConvGeometry& g = args.g;
   const ConvGeometry e = Expanded(g);
-  const C* dy = ops.OutBackprop(out_backprop);
   const int64_t fsize = g.filter_elements();
   const int64_t rows = g.batch * g.out_h;
   const int nt = ThreadsFor(ctx.num_threads, rows * g.out_w * fsize, 1 << 15);
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
-  ExpandedInputRows<C> xrows(g, x, nt);
-  SumRowsPerThread<T, C>(rows, fsize, nt, ctx, filter_grad->data<T>(), [&](int64_t r, C* mine) {
-    row(e, xrows.FilterRows(omp_get_thread_num(), r), dy + r * g.out_w * e.out_depth, mine,
+  ExpandedInputRows<C> xrows(g, args.x, nt);
+  T* dw = args.filter_grad->template data<T>();
+  SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
+    row(e, xrows.FilterRows(omp_get_thread_num(), r), args.dy + r * g.out_w * e.out_depth, mine,
         nullptr);
   });
 }
@@ -589,7 +571,7 @@ void DepthwiseKernels<T>::BackpropFilter(const ConvState& state, const Tensor& i
 
 Status RunDepthwiseKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
                            const KernelContext& ctx) {
-  return RunKernels<DepthwiseKernels>(state, a, b, out, ctx);
+  return RunOptimizedKernels<DepthwiseKernels>(state, a, b, out, ctx);
 }
 
 }  // namespace blockflow::conv::internal

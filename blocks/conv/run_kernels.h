@@ -1,5 +1,5 @@
-// The one runner behind RunConv for every kernel set (the reference kernels and each family's
-// optimized kernels); not part of the public API.
+// The runners behind RunConv: RunKernels for the reference kernels, and RunGuarded under the
+// optimized kernel sets' RunOptimizedKernels (optimized_util.h); not part of the public API.
 #pragma once
 
 #include <new>
@@ -43,18 +43,3 @@ static Status RunKernels(const ConvState& s, const Tensor& a, const Tensor& b, T
 }
 
 }  // namespace blockflow::conv::internal
-
-/// Declares a kernel set `Name<T>` for RunKernels, its members defined in the family's file:
-/// one function per op, each taking (state, a, b, out, ctx) as ConvOp orders a and b.
-#define BF_CONV_KERNEL_SET(Name)                                                           \
-  template <typename T>                                                                    \
-  struct Name {                                                                            \
-    static void Forward(const ConvState& state, const Tensor& input, const Tensor& filter, \
-                        Tensor* output, const KernelContext& ctx);                         \
-    static void BackpropInput(const ConvState& state, const Tensor& filter,                \
-                              const Tensor& out_backprop, Tensor* input_grad,              \
-                              const KernelContext& ctx);                                   \
-    static void BackpropFilter(const ConvState& state, const Tensor& input,                \
-                               const Tensor& out_backprop, Tensor* filter_grad,            \
-                               const KernelContext& ctx);                                  \
-  }
