@@ -675,22 +675,20 @@ template <typename T>
 void GemmKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
-  const C *x = args.x, *dy = args.dy;
-  Tensor* filter_grad = args.filter_grad;
   const int64_t m = g.filter_h * g.filter_w * g.in_depth, n = g.out_depth;
   const int64_t k = g.batch * g.out_h * g.out_w;
-  const MatrixView<C> a =
-      IsPointwise(g) ? MatrixView<C>::Dense(x, m, m, true) : MatrixView<C>::Im2col(x, g, true);
+  const MatrixView<C> a = IsPointwise(g) ? MatrixView<C>::Dense(args.x, m, m, true)
+                                         : MatrixView<C>::Im2col(args.x, g, true);
   const GemmTile tile = ActiveGemmTile(sizeof(C));
   const int nt = ThreadsFor(ctx.num_threads, m * n * k, 1 << 18);
-  const MatrixView<C> b = MatrixView<C>::Dense(dy, n, n, false);
+  const MatrixView<C> b = MatrixView<C>::Dense(args.dy, n, n, false);
   Reused<C> work(kSlotGemmWork), sums(kSlotPartialSums);
   const int64_t per_thread = GemmWorkspaceElements(tile, sizeof(C));
   work->resize(static_cast<size_t>(nt * per_thread));
   // The sums in the compute type: straight into the output when that is its type.
   C* dw = nullptr;
   if constexpr (std::is_same_v<T, C>) {
-    dw = filter_grad->data<T>();
+    dw = args.filter_grad->template data<T>();
   } else {
     sums->resize(static_cast<size_t>(m * n));
     dw = sums.data();
@@ -705,7 +703,7 @@ void GemmKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelConte
     if (by_columns) {
       const auto [n0, n1] = RowsOf(n, nt, t, tile.nr);
       if (n0 < n1) {
-        const MatrixView<C> bt = MatrixView<C>::Dense(dy + n0, n, n1 - n0, false);
+        const MatrixView<C> bt = MatrixView<C>::Dense(args.dy + n0, n, n1 - n0, false);
         GemmRows(a, bt, 0, m, n1 - n0, k, dw + n0, n, mine, tile, ctx);
       }
     } else {
@@ -715,7 +713,7 @@ void GemmKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelConte
   }
   if constexpr (!std::is_same_v<T, C>) {
     if (!ctx.cancelled()) {
-      T* out = filter_grad->data<T>();
+      T* out = args.filter_grad->template data<T>();
       for (int64_t i = 0; i < m * n; ++i) out[i] = static_cast<T>(dw[i]);
     }
   }

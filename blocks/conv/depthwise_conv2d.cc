@@ -446,6 +446,21 @@ void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext
   });
 }
 
+// out[i] = the sum over m of in[i * mult + m], for i in [0, count): an input gradient of the
+// expanded channels c*M + m summed into channel c.
+template <typename C>
+void SumOverMultiplier(const C* __restrict in, C* __restrict out, int64_t count, int64_t mult) {
+  if (mult == 2) {  // the common case, as a loop the compiler vectorizes
+    for (int64_t i = 0; i < count; ++i) out[i] = in[2 * i] + in[2 * i + 1];
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    C s = in[i * mult];
+    for (int64_t m = 1; m < mult; ++m) s += in[i * mult + m];
+    out[i] = s;
+  }
+}
+
 // Input gradient at stride 1: the forward convolution of dy with the filter flipped in both
 // spatial axes, dx[ih, iw, c*M + m] = sum_{kh, kw} dy[ih - pt' + kh*dh, iw - pl' + kw*dw, c*M + m]
 // * w[fh-1-kh, fw-1-kw, c, m] with pt' = (fh-1)*dh - pt, pl' = (fw-1)*dw - pl, then the sum over
@@ -497,15 +512,7 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
         continue;
       }
       row(f, drt, wf.data(), tmpt, zeros.data());
-      if (mult == 2) {  // the common case, as a loop the compiler vectorizes
-        for (int64_t i = 0; i < g.in_w * g.in_depth; ++i) dxrow[i] = tmpt[2 * i] + tmpt[2 * i + 1];
-        continue;
-      }
-      for (int64_t i = 0; i < g.in_w * g.in_depth; ++i) {
-        C s = tmpt[i * mult];
-        for (int64_t m = 1; m < mult; ++m) s += tmpt[i * mult + m];
-        dxrow[i] = s;
-      }
+      SumOverMultiplier(tmpt, dxrow, g.in_w * g.in_depth, mult);
     }
   }
 }
@@ -537,17 +544,12 @@ void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelC
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
     row(e, w, dy, dxe, r / g.in_h, r % g.in_h, zeros.data(), scratch.data() + thread * pairs);
   });
-  if (ctx.cancelled()) return;
-  if (g.multiplier != 1) {
-    const int64_t pixels = g.batch * g.in_h * g.in_w, ch = g.in_depth, mult = g.multiplier;
-#pragma omp parallel for num_threads(ThreadsFor(ctx.num_threads, pixels* ch* mult, 1 << 16)) \
+  if (ctx.cancelled() || g.multiplier == 1) return;
+  const int64_t row_size = g.in_w * g.in_depth, mult = g.multiplier;
+#pragma omp parallel for num_threads(ThreadsFor(ctx.num_threads, rows* row_size* mult, 1 << 16)) \
     schedule(static)
-    for (int64_t i = 0; i < pixels * ch; ++i) {
-      C s = dxe[i * mult];
-      for (int64_t m = 1; m < mult; ++m) s += dxe[i * mult + m];
-      dx[i] = s;
-    }
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    SumOverMultiplier(dxe + r * row_size * mult, dx + r * row_size, row_size, mult);
 }
 
 template <typename T>
