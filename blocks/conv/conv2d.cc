@@ -66,8 +66,7 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
     panel[k] = wp + PanelOffset(g, cog_vec, grp, j0 + int64_t{k} * L, cig);
   for (int64_t ow0 = 0; ow0 < g.out_w; ow0 += P) {
     Vec acc[P][NV];
-    for (int p = 0; p < P; ++p)
-      for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+    ZeroTile(acc);
     for (int64_t kh = 0; kh < g.filter_h; ++kh) {
       const int64_t ih = g.input_row(oh, kh);
       if (ih < 0 || ih >= g.in_h) continue;
@@ -391,8 +390,7 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
       int64_t ci0 = 0;
       for (; ci0 + P <= cig; ci0 += P) {
         Vec acc[P][NV];
-        for (int p = 0; p < P; ++p)
-          for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+        ZeroTile(acc);
         for (int64_t n = 0; n < n1 - n0; ++n) {
           const C* xrow = xrow0 + n * x_image;
           const C* dyrow = dyrow0 + n * dy_image;

@@ -35,8 +35,7 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth;
   Vec acc[P][NV];
-  for (int p = 0; p < P; ++p)
-    for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+  ZeroTile(acc);
   const bool full_row = ow0 + P <= g.out_w;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
     if (xr[kh] == nullptr) continue;
@@ -140,8 +139,7 @@ BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restri
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth;
   Vec acc[P][NV];
-  for (int p = 0; p < P; ++p)
-    for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+  ZeroTile(acc);
   for (const auto& [kh, oh] : rows) {
     const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * ch + c0;
     for (const auto& [kw, ow_t0] : cols) {
@@ -217,8 +215,7 @@ BF_CONV_INLINE void DwBackpropFilterTile(const ConvGeometry& g, const C* __restr
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth;
   Vec acc[P][NV];
-  for (int p = 0; p < P; ++p)
-    for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+  ZeroTile(acc);
   int64_t ow = ow0;
   for (; ow + P <= ow1; ow += P) {
     for (int p = 0; p < P; ++p) {

@@ -62,6 +62,12 @@ template <typename C>
 BF_CONV_INLINE void StoreVec(C* p, const typename VecOf<C>::type& v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
+/// Zeroes a register tile of P x NV vector sums.
+template <typename Vec, int P, int NV>
+BF_CONV_INLINE void ZeroTile(Vec (&acc)[P][NV]) {
+  for (int p = 0; p < P; ++p)
+    for (int k = 0; k < NV; ++k) acc[p][k] = Vec{};
+}
 #pragma GCC diagnostic pop
 
 }  // namespace blockflow::conv::internal
