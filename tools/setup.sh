@@ -18,7 +18,8 @@ rest=(libprotobuf-dev protobuf-compiler  # `blockflow import-tf` (BLOCKFLOW_BUIL
       pybind11-dev python3-pybind11 python3-pytest python3-dev
       libgraphviz-dev             # the editor's View > Arrange (dot); optional
       libopenmpi-dev openmpi-bin  # these two: `blockflow run --shard` (BLOCKFLOW_MPI)
-      libdnnl-dev)  # oneDNN, for the bf_vs_onednn benchmark only (never linked into blockflow)
+      libdnnl-dev ocl-icd-opencl-dev)  # oneDNN (its CMake files need OpenCL's), for the
+                                       # bf_vs_onednn benchmark only (never linked into blockflow)
 # `setup.sh blockflow` installs and configures only what running a graph needs (the first result
 # comes sooner: no GraphDef import, so no protobuf); any other call sets up everything. Both
 # compile the libraries in unity batches (BLOCKFLOW_UNITY_BUILD), which halves a fresh build.
