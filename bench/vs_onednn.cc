@@ -31,13 +31,16 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <regex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bench/shape_suite.h"
@@ -74,36 +77,33 @@ double Now(bool cpu) {
 // ---------------------------------------------------------------------------------------------
 constexpr int kChains = 12;
 
-__attribute__((target("avx512f"))) float FmaLoopAvx512(int64_t iters, float seed) {
-  __m512 acc[kChains];
-  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(seed + static_cast<float>(k));
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+// Vectors of 16 and 8 floats: one zmm, one ymm.
+typedef float Floats16 __attribute__((vector_size(64)));
+typedef float Floats8 __attribute__((vector_size(32)));
+
+// kChains independent chains acc = acc * a + b on vectors V (contracted to one FMA each: GCC's
+// default -ffp-contract=fast for C++), summed at the end so nothing is optimised away. Inlined
+// into the per-ISA functions below, which give it its instruction set.
+template <typename V>
+inline __attribute__((always_inline)) float FmaChains(int64_t iters, float seed) {
+  V acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = V{} + (seed + static_cast<float>(k));
+  const V a = V{} + 0.999999f, b = V{} + 1e-7f;
   for (int64_t i = 0; i < iters; ++i) {
-    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], a, b);
+    for (int k = 0; k < kChains; ++k) acc[k] = acc[k] * a + b;
   }
-  __m512 s = acc[0];
-  for (int k = 1; k < kChains; ++k) s = _mm512_add_ps(s, acc[k]);
-  float lanes[16];  // (not _mm512_reduce_add_ps: GCC 12 warns inside it, -Wuninitialized)
-  _mm512_storeu_ps(lanes, s);
+  V s = acc[0];
+  for (int k = 1; k < kChains; ++k) s += acc[k];
   float t = 0;
-  for (float v : lanes) t += v;
+  for (size_t i = 0; i < sizeof(V) / sizeof(float); ++i) t += s[i];
   return t;
 }
 
+__attribute__((target("avx512f"))) float FmaLoopAvx512(int64_t iters, float seed) {
+  return FmaChains<Floats16>(iters, seed);
+}
 __attribute__((target("avx2,fma"))) float FmaLoopAvx2(int64_t iters, float seed) {
-  __m256 acc[kChains];
-  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(seed + static_cast<float>(k));
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i) {
-    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
-  }
-  __m256 s = acc[0];
-  for (int k = 1; k < kChains; ++k) s = _mm256_add_ps(s, acc[k]);
-  float lanes[8];
-  _mm256_storeu_ps(lanes, s);
-  float t = 0;
-  for (float v : lanes) t += v;
-  return t;
+  return FmaChains<Floats8>(iters, seed);
 }
 
 struct Peak {
@@ -197,41 +197,47 @@ DnnlCase MakeDnnl(const dnnl::engine& eng, dnnl::stream& strm, ConvOp op, const 
     o.prim = prim_md == tf ? o.user : memory(prim_md, eng);
     c.operands.push_back(o);
   };
-  // The primitive of `pd`, and its result: `elements` values, TF layout `tf`, written to out_tf.
-  auto result = [&](const auto& pd, auto primitive, int arg, const memory::desc& tf,
-                    int64_t elements, const memory::desc& prim_md) {
+  // The TF layout of an execution argument.
+  auto tf_layout = [&](int arg) -> const memory::desc& {
+    if (arg == DNNL_ARG_SRC || arg == DNNL_ARG_DIFF_SRC) return src_tf;
+    return arg == DNNL_ARG_DST || arg == DNNL_ARG_DIFF_DST ? dst_tf : w_tf;
+  };
+  // The primitive of `pd`: its two inputs (execution argument, TF-layout data) and its result,
+  // written to out_tf.
+  auto bind = [&](const auto& pd, const dnnl::primitive& primitive,
+                  std::initializer_list<std::pair<int, void*>> inputs, int result_arg) {
     c.prim = primitive;
     c.impl = pd.impl_info_str();
-    c.out_tf.resize(static_cast<size_t>(elements));
-    operand(arg, true, tf, c.out_tf.data(), prim_md);
+    for (const auto& [arg, data] : inputs)
+      operand(arg, false, tf_layout(arg), data, pd.query_md(dnnl::query::exec_arg_md, arg));
+    const memory::desc& out = tf_layout(result_arg);
+    c.out_tf.resize(out.get_size() / sizeof(float));
+    operand(result_arg, true, out, c.out_tf.data(),
+            pd.query_md(dnnl::query::exec_arg_md, result_arg));
+  };
+  // A backward primitive `Prim` (data or weights), hinted by the forward one.
+  auto bind_backward = [&]<typename Prim>(std::type_identity<Prim>,
+                                          std::initializer_list<std::pair<int, void*>> inputs,
+                                          int result_arg) {
+    typename Prim::desc d(algo, src_any, w_any, dst_any, strides, dil, pad_l, pad_r);
+    typename Prim::primitive_desc pd(d, eng, fwd_pd);
+    bind(pd, Prim(pd), inputs, result_arg);
   };
   switch (op) {
     case ConvOp::kForward:
-      operand(DNNL_ARG_SRC, false, src_tf, x.raw(), fwd_pd.src_desc());
-      operand(DNNL_ARG_WEIGHTS, false, w_tf, w.raw(), fwd_pd.weights_desc());
-      result(fwd_pd, dnnl::convolution_forward(fwd_pd), DNNL_ARG_DST, dst_tf, g.output_elements(),
-             fwd_pd.dst_desc());
+      bind(fwd_pd, dnnl::convolution_forward(fwd_pd),
+           {{DNNL_ARG_SRC, x.raw()}, {DNNL_ARG_WEIGHTS, w.raw()}}, DNNL_ARG_DST);
       break;
-    case ConvOp::kBackpropInput: {
-      dnnl::convolution_backward_data::desc d(algo, src_any, w_any, dst_any, strides, dil, pad_l,
-                                              pad_r);
-      dnnl::convolution_backward_data::primitive_desc pd(d, eng, fwd_pd);
-      operand(DNNL_ARG_DIFF_DST, false, dst_tf, dy.raw(), pd.diff_dst_desc());
-      operand(DNNL_ARG_WEIGHTS, false, w_tf, w.raw(), pd.weights_desc());
-      result(pd, dnnl::convolution_backward_data(pd), DNNL_ARG_DIFF_SRC, src_tf, g.input_elements(),
-             pd.diff_src_desc());
+    case ConvOp::kBackpropInput:
+      bind_backward(std::type_identity<dnnl::convolution_backward_data>(),
+                    {{DNNL_ARG_DIFF_DST, dy.raw()}, {DNNL_ARG_WEIGHTS, w.raw()}},
+                    DNNL_ARG_DIFF_SRC);
       break;
-    }
-    case ConvOp::kBackpropFilter: {
-      dnnl::convolution_backward_weights::desc d(algo, src_any, w_any, dst_any, strides, dil, pad_l,
-                                                 pad_r);
-      dnnl::convolution_backward_weights::primitive_desc pd(d, eng, fwd_pd);
-      operand(DNNL_ARG_SRC, false, src_tf, x.raw(), pd.src_desc());
-      operand(DNNL_ARG_DIFF_DST, false, dst_tf, dy.raw(), pd.diff_dst_desc());
-      result(pd, dnnl::convolution_backward_weights(pd), DNNL_ARG_DIFF_WEIGHTS, w_tf,
-             g.filter_elements(), pd.diff_weights_desc());
+    case ConvOp::kBackpropFilter:
+      bind_backward(std::type_identity<dnnl::convolution_backward_weights>(),
+                    {{DNNL_ARG_SRC, x.raw()}, {DNNL_ARG_DIFF_DST, dy.raw()}},
+                    DNNL_ARG_DIFF_WEIGHTS);
       break;
-    }
   }
   strm.wait();
   return c;

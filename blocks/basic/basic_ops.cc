@@ -14,6 +14,11 @@ Output Add1(const Scope& scope, const std::string& op,
   return scope.AddNode(op, in, attrs);
 }
 
+/// An elementwise op of two tensors, ports x and y (Add, Sub, Mul).
+Output XY(const Scope& scope, const std::string& op, const Output& x, const Output& y) {
+  return Add1(scope, op, {{"x", {x}}, {"y", {y}}});
+}
+
 }  // namespace
 
 nlohmann::json TensorToJsonValues(const Tensor& t) {
@@ -64,15 +69,9 @@ Output Placeholder(const Scope& scope, DType dtype, const Shape& shape) {
 Output Identity(const Scope& scope, const Output& input) {
   return Add1(scope, "Identity", {{"input", {input}}});
 }
-Output Add(const Scope& scope, const Output& x, const Output& y) {
-  return Add1(scope, "Add", {{"x", {x}}, {"y", {y}}});
-}
-Output Sub(const Scope& scope, const Output& x, const Output& y) {
-  return Add1(scope, "Sub", {{"x", {x}}, {"y", {y}}});
-}
-Output Mul(const Scope& scope, const Output& x, const Output& y) {
-  return Add1(scope, "Mul", {{"x", {x}}, {"y", {y}}});
-}
+Output Add(const Scope& scope, const Output& x, const Output& y) { return XY(scope, "Add", x, y); }
+Output Sub(const Scope& scope, const Output& x, const Output& y) { return XY(scope, "Sub", x, y); }
+Output Mul(const Scope& scope, const Output& x, const Output& y) { return XY(scope, "Mul", x, y); }
 
 Output Sum(const Scope& scope, const Output& input, const Output& axis, bool keep_dims) {
   nlohmann::json attrs = nlohmann::json::object();

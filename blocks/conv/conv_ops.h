@@ -12,10 +12,14 @@
 // so graphs built here save to the same JSON as graphs drawn in the editor.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -81,107 +85,77 @@ struct Conv2DAttrs : WindowAttrs<D> {
   }
 };
 
+/// The six ops, in the order of the aliases below: the op name, its input ports in order (a
+/// forward op has two), and whether it is a Conv2D* op (those also take `use_cudnn_on_gpu`).
+struct ConvOpSpec {
+  const char* op;
+  std::array<const char*, 3> inputs;
+  bool conv2d;
+};
+inline constexpr ConvOpSpec kConvOps[] = {
+    {"Conv2D", {"input", "filter"}, true},
+    {"Conv2DBackpropInput", {"input_sizes", "filter", "out_backprop"}, true},
+    {"Conv2DBackpropFilter", {"input", "filter_sizes", "out_backprop"}, true},
+    {"DepthwiseConv2dNative", {"input", "filter"}, false},
+    {"DepthwiseConv2dNativeBackpropInput", {"input_sizes", "filter", "out_backprop"}, false},
+    {"DepthwiseConv2dNativeBackpropFilter", {"input", "filter_sizes", "out_backprop"}, false},
+};
+
+/// The block class of kConvOps[I]: constructed from a scope, the op's inputs in port order,
+/// strides, padding and the optional attrs; converts to its Output.
+template <size_t I>
+class ConvOp {
+  static constexpr ConvOpSpec kSpec = kConvOps[I];
+  static constexpr bool kGradient = kSpec.inputs[2] != nullptr;
+
+ public:
+  struct Attrs : std::conditional_t<kSpec.conv2d, Conv2DAttrs<Attrs>, WindowAttrs<Attrs>> {};
+
+  /// A forward op: input and filter.
+  ConvOp(const Scope& scope, const Output& input, const Output& filter,
+         const std::vector<int64_t>& strides, const std::string& padding,
+         const Attrs& attrs = Attrs()) requires(!kGradient)
+      : output(Add(scope, {input, filter}, attrs.ToJson(strides, padding))) {}
+  /// A gradient: (input_sizes, filter, out_backprop) or (input, filter_sizes, out_backprop).
+  ConvOp(const Scope& scope, const Output& first, const Output& second, const Output& out_backprop,
+         const std::vector<int64_t>& strides, const std::string& padding,
+         const Attrs& attrs = Attrs()) requires(kGradient)
+      : output(Add(scope, {first, second, out_backprop}, attrs.ToJson(strides, padding))) {}
+
+  operator Output() const { return output; }  // NOLINT(google-explicit-constructor): as in TF
+  // NOLINTBEGIN(performance-unnecessary-value-param): sinks, moved into the Attrs
+  static Attrs ExplicitPaddings(std::vector<int64_t> x) {
+    return Attrs().ExplicitPaddings(std::move(x));
+  }
+  static Attrs DataFormat(std::string x) { return Attrs().DataFormat(std::move(x)); }
+  static Attrs Dilations(std::vector<int64_t> x) { return Attrs().Dilations(std::move(x)); }
+  // NOLINTEND(performance-unnecessary-value-param)
+  static Attrs UseCudnnOnGpu(bool x) requires(kSpec.conv2d) { return Attrs().UseCudnnOnGpu(x); }
+
+  Output output;
+
+ private:
+  static Output Add(const Scope& scope, std::initializer_list<Output> inputs,
+                    const nlohmann::json& attrs) {
+    std::vector<std::pair<std::string, std::vector<Output>>> ports;
+    for (const Output& in : inputs) ports.push_back({kSpec.inputs[ports.size()], {in}});
+    return scope.AddNode(kSpec.op, ports, attrs);
+  }
+};
+
 }  // namespace conv_internal
 
-// The common members of a block class: the output, conversion to Output, static helpers.
-#define BF_CONV_OP_COMMON()                                                                  \
-  operator ::blockflow::Output() const { return output; }                                    \
-  static Attrs ExplicitPaddings(std::vector<int64_t> x) {                                    \
-    return Attrs().ExplicitPaddings(std::move(x));                                           \
-  }                                                                                          \
-  static Attrs DataFormat(std::string x) { return Attrs().DataFormat(std::move(x)); }        \
-  static Attrs Dilations(std::vector<int64_t> x) { return Attrs().Dilations(std::move(x)); } \
-  ::blockflow::Output output
-
 /// Conv2D: input [N,H,W,C] (or NCHW), filter [fh, fw, C / groups, out].
-class Conv2D {
- public:
-  struct Attrs : conv_internal::Conv2DAttrs<Attrs> {};
-  Conv2D(const Scope& scope, const Output& input, const Output& filter,
-         const std::vector<int64_t>& strides, const std::string& padding,
-         const Attrs& attrs = Attrs())
-      : output(scope.AddNode("Conv2D", {{"input", {input}}, {"filter", {filter}}},
-                             attrs.ToJson(strides, padding))) {}
-  static Attrs UseCudnnOnGpu(bool x) { return Attrs().UseCudnnOnGpu(x); }
-  BF_CONV_OP_COMMON();
-};
-
+using Conv2D = conv_internal::ConvOp<0>;
 /// Conv2DBackpropInput: input_sizes (4 ints, or 2 [H, W]), filter, out_backprop.
-class Conv2DBackpropInput {
- public:
-  struct Attrs : conv_internal::Conv2DAttrs<Attrs> {};
-  Conv2DBackpropInput(const Scope& scope, const Output& input_sizes, const Output& filter,
-                      const Output& out_backprop, const std::vector<int64_t>& strides,
-                      const std::string& padding, const Attrs& attrs = Attrs())
-      : output(scope.AddNode("Conv2DBackpropInput",
-                             {{"input_sizes", {input_sizes}},
-                              {"filter", {filter}},
-                              {"out_backprop", {out_backprop}}},
-                             attrs.ToJson(strides, padding))) {}
-  static Attrs UseCudnnOnGpu(bool x) { return Attrs().UseCudnnOnGpu(x); }
-  BF_CONV_OP_COMMON();
-};
-
+using Conv2DBackpropInput = conv_internal::ConvOp<1>;
 /// Conv2DBackpropFilter: input, filter_sizes (4 ints), out_backprop.
-class Conv2DBackpropFilter {
- public:
-  struct Attrs : conv_internal::Conv2DAttrs<Attrs> {};
-  Conv2DBackpropFilter(const Scope& scope, const Output& input, const Output& filter_sizes,
-                       const Output& out_backprop, const std::vector<int64_t>& strides,
-                       const std::string& padding, const Attrs& attrs = Attrs())
-      : output(scope.AddNode("Conv2DBackpropFilter",
-                             {{"input", {input}},
-                              {"filter_sizes", {filter_sizes}},
-                              {"out_backprop", {out_backprop}}},
-                             attrs.ToJson(strides, padding))) {}
-  static Attrs UseCudnnOnGpu(bool x) { return Attrs().UseCudnnOnGpu(x); }
-  BF_CONV_OP_COMMON();
-};
-
+using Conv2DBackpropFilter = conv_internal::ConvOp<2>;
 /// DepthwiseConv2dNative: input [N,H,W,C] (or NCHW), filter [fh, fw, C, M].
-class DepthwiseConv2dNative {
- public:
-  struct Attrs : conv_internal::WindowAttrs<Attrs> {};
-  DepthwiseConv2dNative(const Scope& scope, const Output& input, const Output& filter,
-                        const std::vector<int64_t>& strides, const std::string& padding,
-                        const Attrs& attrs = Attrs())
-      : output(scope.AddNode("DepthwiseConv2dNative", {{"input", {input}}, {"filter", {filter}}},
-                             attrs.ToJson(strides, padding))) {}
-  BF_CONV_OP_COMMON();
-};
-
+using DepthwiseConv2dNative = conv_internal::ConvOp<3>;
 /// DepthwiseConv2dNativeBackpropInput: input_sizes (4 ints), filter, out_backprop.
-class DepthwiseConv2dNativeBackpropInput {
- public:
-  struct Attrs : conv_internal::WindowAttrs<Attrs> {};
-  DepthwiseConv2dNativeBackpropInput(const Scope& scope, const Output& input_sizes,
-                                     const Output& filter, const Output& out_backprop,
-                                     const std::vector<int64_t>& strides,
-                                     const std::string& padding, const Attrs& attrs = Attrs())
-      : output(scope.AddNode("DepthwiseConv2dNativeBackpropInput",
-                             {{"input_sizes", {input_sizes}},
-                              {"filter", {filter}},
-                              {"out_backprop", {out_backprop}}},
-                             attrs.ToJson(strides, padding))) {}
-  BF_CONV_OP_COMMON();
-};
-
+using DepthwiseConv2dNativeBackpropInput = conv_internal::ConvOp<4>;
 /// DepthwiseConv2dNativeBackpropFilter: input, filter_sizes (4 ints), out_backprop.
-class DepthwiseConv2dNativeBackpropFilter {
- public:
-  struct Attrs : conv_internal::WindowAttrs<Attrs> {};
-  DepthwiseConv2dNativeBackpropFilter(const Scope& scope, const Output& input,
-                                      const Output& filter_sizes, const Output& out_backprop,
-                                      const std::vector<int64_t>& strides,
-                                      const std::string& padding, const Attrs& attrs = Attrs())
-      : output(scope.AddNode("DepthwiseConv2dNativeBackpropFilter",
-                             {{"input", {input}},
-                              {"filter_sizes", {filter_sizes}},
-                              {"out_backprop", {out_backprop}}},
-                             attrs.ToJson(strides, padding))) {}
-  BF_CONV_OP_COMMON();
-};
-
-#undef BF_CONV_OP_COMMON
+using DepthwiseConv2dNativeBackpropFilter = conv_internal::ConvOp<5>;
 
 }  // namespace blockflow::ops

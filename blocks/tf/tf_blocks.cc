@@ -40,61 +40,57 @@ Expected<PortInfo> ShapeInfo(const PortInfo& info, DType dtype, const std::strin
   return out;
 }
 
+// Shape (`list` false: one input, one output) and ShapeN (a list of N inputs, one output each):
+// output i holds the dims of input i, set at analysis time whenever that shape is known.
+OpSchema ShapeSchema(bool list) {
+  auto port = [list](size_t i) {
+    return list ? "input[" + std::to_string(i) + "]" : std::string("input");
+  };
+  OpSchema s(list ? "ShapeN" : "Shape");
+  s.Category("TensorFlow");
+  if (list) {
+    s.Doc("The shapes of N tensors, one 1-D integer output each (TensorFlow's ShapeN).")
+        .InputList("input", AllDTypes(), "N >= 1 tensors.")
+        .Output("output", {DType::kInt32, DType::kInt64}, "Output i: the dimensions of input i.")
+        .Batch(BatchRule::Fn([](const BatchContext& c) {
+          const BatchValue& in = c.batch[static_cast<size_t>(c.output)];
+          if (in.kind == BatchKind::kCarries) return BatchValue::BatchShape(in.axis);
+          return in.kind == BatchKind::kUndecided ? in : BatchValue::Free();
+        }))
+        .VariadicOutputs();
+  } else {
+    s.Doc("The shape of `input` as a 1-D integer tensor (TensorFlow's Shape).")
+        .Input("input", AllDTypes(), "Any tensor.")
+        .Output("output", {DType::kInt32, DType::kInt64}, "Its dimensions, [rank].")
+        .Batch(BatchRule::ShapeOf("input"));
+  }
+  s.EnumAttr("out_type", {"int32", "int64"}, "int32", kOutTypeDoc)
+      .SetShapeFn([port](InferContext& c) -> Status {
+        if (c.num_inputs() < 1)
+          return InvalidArgument("list input 'input' needs at least one tensor");
+        for (int i = 0; i < c.num_inputs(); ++i) {
+          ASSIGN_OR_RETURN(PortInfo out,
+                           ShapeInfo(c.input(i), OutType(c.attrs()), port(static_cast<size_t>(i))));
+          c.SetOutput(i, std::move(out));
+        }
+        return Status::OK();
+      })
+      .SetReferenceKernel([port](KernelContext& k) -> Status {
+        k.outputs.clear();
+        for (size_t i = 0; i < k.inputs.size(); ++i) {
+          ASSIGN_OR_RETURN(Tensor t, ShapeTensor(k.inputs[i]->shape(), OutType(*k.attrs), port(i)));
+          k.outputs.push_back(std::move(t));
+        }
+        return Status::OK();
+      });
+  return s;
+}
+
 }  // namespace
 
 void RegisterTfSupportBlocks(OpRegistry& registry) {
-  // Shape: out[i] = dim i of input.
-  registry.Register(
-      OpSchema("Shape")
-          .Category("TensorFlow")
-          .Doc("The shape of `input` as a 1-D integer tensor (TensorFlow's Shape).")
-          .Input("input", AllDTypes(), "Any tensor.")
-          .Output("output", {DType::kInt32, DType::kInt64}, "Its dimensions, [rank].")
-          .Batch(BatchRule::ShapeOf("input"))
-          .EnumAttr("out_type", {"int32", "int64"}, "int32", kOutTypeDoc)
-          .SetShapeFn([](InferContext& c) -> Status {
-            ASSIGN_OR_RETURN(PortInfo out, ShapeInfo(c.input(0), OutType(c.attrs()), "input"));
-            c.SetOutput(0, std::move(out));
-            return Status::OK();
-          })
-          .SetReferenceKernel([](KernelContext& k) {
-            return k.SetOutput(ShapeTensor(k.input(0).shape(), OutType(*k.attrs), "input"));
-          }));
-
-  // ShapeN: out_i[j] = dim j of input i, one output per input.
-  registry.Register(
-      OpSchema("ShapeN")
-          .Category("TensorFlow")
-          .Doc("The shapes of N tensors, one 1-D integer output each (TensorFlow's ShapeN).")
-          .InputList("input", AllDTypes(), "N >= 1 tensors.")
-          .Output("output", {DType::kInt32, DType::kInt64}, "Output i: the dimensions of input i.")
-          .Batch(BatchRule::Fn([](const BatchContext& c) {
-            const BatchValue& in = c.batch[static_cast<size_t>(c.output)];
-            if (in.kind == BatchKind::kCarries) return BatchValue::BatchShape(in.axis);
-            return in.kind == BatchKind::kUndecided ? in : BatchValue::Free();
-          }))
-          .VariadicOutputs()
-          .EnumAttr("out_type", {"int32", "int64"}, "int32", kOutTypeDoc)
-          .SetShapeFn([](InferContext& c) -> Status {
-            if (c.num_inputs() < 1)
-              return InvalidArgument("list input 'input' needs at least one tensor");
-            for (int i = 0; i < c.num_inputs(); ++i) {
-              const std::string port = "input[" + std::to_string(i) + "]";
-              ASSIGN_OR_RETURN(PortInfo out, ShapeInfo(c.input(i), OutType(c.attrs()), port));
-              c.SetOutput(i, std::move(out));
-            }
-            return Status::OK();
-          })
-          .SetReferenceKernel([](KernelContext& k) -> Status {
-            k.outputs.clear();
-            for (size_t i = 0; i < k.inputs.size(); ++i) {
-              const std::string port = "input[" + std::to_string(i) + "]";
-              ASSIGN_OR_RETURN(Tensor t,
-                               ShapeTensor(k.inputs[i]->shape(), OutType(*k.attrs), port));
-              k.outputs.push_back(std::move(t));
-            }
-            return Status::OK();
-          }));
+  registry.Register(ShapeSchema(false));
+  registry.Register(ShapeSchema(true));
 
   // NoOp: nothing. TensorFlow uses it to group control dependencies, which blockflow drops.
   registry.Register(OpSchema("NoOp")
