@@ -24,6 +24,53 @@ namespace {
 // flipped filter (DwBackpropInputStride1); other strides use the stride-phase kernel.
 // ---------------------------------------------------------------------------------------------
 
+// One filter row of FW taps at stride S and dilation 1 into the tile's sums (FW 3 or 5 at stride
+// 1, FW 3 at stride 2: the common layers): each input pixel is loaded once for the taps that
+// read it ((P - 1) * S + FW loads instead of FW * P), and columns outside the input (the
+// padding, or past the row's end in a partial tile, whose extra sums are never stored) are
+// skipped when kEdge is set (a tile that reaches past the input).
+template <typename C, int P, int NV, int FW, int S, bool kEdge>
+BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow, const C* wrow,
+                                int64_t ow0, typename VecOf<C>::type (&acc)[P][NV]) {
+  using Vec = typename VecOf<C>::type;
+  constexpr int L = sizeof(Vec) / sizeof(C);
+  const int64_t ch = g.out_depth, col0 = ow0 * S - g.pad_left;
+  Vec wv[FW][NV];
+  for (int kw = 0; kw < FW; ++kw)
+    for (int k = 0; k < NV; ++k) wv[kw][k] = LoadVec(wrow + kw * ch + k * L);
+      // Unrolled whole, so that acc[p] stays in registers (GCC's own limit stops short at FW 5).
+#pragma GCC unroll 16
+  for (int j = 0; j < (P - 1) * S + FW; ++j) {
+    if (kEdge && (col0 + j < 0 || col0 + j >= g.in_w)) continue;
+    Vec xv[NV];
+    for (int k = 0; k < NV; ++k) xv[k] = LoadVec(xrow + (col0 + j) * ch + k * L);
+#pragma GCC unroll 8
+    for (int kw = 0; kw < FW; ++kw) {
+      const int p = (j - kw) / S;  // input column j feeds pixel p through tap kw
+      if (j < kw || (j - kw) % S != 0 || p >= P) continue;
+      for (int k = 0; k < NV; ++k) acc[p][k] += xv[k] * wv[kw][k];
+    }
+  }
+}
+
+// DwTapsInRow for the tile at ow0: true when it was done. Edge tiles take the checked form on
+// AVX-512 only (NV 2): with 16 vector registers (AVX2, the baseline) its branches spill the sums,
+// and those tiles are left to the caller's general loop.
+template <typename C, int P, int NV, int FW, int S>
+BF_CONV_INLINE bool DwTaps(const ConvGeometry& g, const C* __restrict xrow, const C* wrow,
+                           int64_t ow0, typename VecOf<C>::type (&acc)[P][NV]) {
+  const int64_t col0 = ow0 * S - g.pad_left;
+  if (col0 >= 0 && col0 + (P - 1) * S + FW <= g.in_w) {
+    DwTapsInRow<C, P, NV, FW, S, false>(g, xrow, wrow, ow0, acc);
+    return true;
+  }
+  if constexpr (NV >= 2) {
+    DwTapsInRow<C, P, NV, FW, S, true>(g, xrow, wrow, ow0, acc);
+    return true;
+  }
+  return false;
+}
+
 // Forward tile: y[ow0 + p, c0 + c] for p < P, c < NV*L, = sum over kh with xr[kh] != nullptr and
 // valid kw of xr[kh][iw(ow, kw), c] * w[kh, kw, c]. xr[kh] is the input row that filter row kh
 // reads (nullptr outside the input), so the caller decides where rows live (the input itself,
@@ -37,28 +84,24 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
   Vec acc[P][NV];
   ZeroTile(acc);
   const bool full_row = ow0 + P <= g.out_w;
+  // The 5-tap and stride-2 forms of DwTapsInRow need more vector registers than the 16 of AVX2
+  // and the baseline (NV 1) hold.
+  constexpr bool kWideTile = NV >= 2;
+  const bool unit_dilation = g.dilation_w == 1;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
     if (xr[kh] == nullptr) continue;
     const C* __restrict xrow = xr[kh] + c0;
     const C* wrow = w + kh * g.filter_w * ch + c0;
-    if (g.stride_w == 1 && g.dilation_w == 1 && g.filter_w == 3 && full_row &&
-        ow0 - g.pad_left >= 0 && ow0 - g.pad_left + P + 1 < g.in_w) {
-      // 3 taps at stride 1 (the common case): each input pixel is loaded once for the 3 taps
-      // that read it (P + 2 loads instead of 3P).
-      const C* xp = xrow + (ow0 - g.pad_left) * ch;
-      Vec wv[3][NV];
-      for (int kw = 0; kw < 3; ++kw)
-        for (int k = 0; k < NV; ++k) wv[kw][k] = LoadVec(wrow + kw * ch + k * L);
-      for (int j = 0; j < P + 2; ++j) {
-        Vec xv[NV];
-        for (int k = 0; k < NV; ++k) xv[k] = LoadVec(xp + j * ch + k * L);
-        for (int kw = 0; kw < 3; ++kw) {
-          const int p = j - kw;
-          if (p < 0 || p >= P) continue;
-          for (int k = 0; k < NV; ++k) acc[p][k] += xv[k] * wv[kw][k];
-        }
-      }
+    if (unit_dilation && g.filter_w == 3 && g.stride_w == 1 &&
+        DwTaps<C, P, NV, 3, 1>(g, xrow, wrow, ow0, acc))
       continue;
+    if constexpr (kWideTile) {
+      if (unit_dilation && g.filter_w == 5 && g.stride_w == 1 &&
+          DwTaps<C, P, NV, 5, 1>(g, xrow, wrow, ow0, acc))
+        continue;
+      if (unit_dilation && g.filter_w == 3 && g.stride_w == 2 &&
+          DwTaps<C, P, NV, 3, 2>(g, xrow, wrow, ow0, acc))
+        continue;
     }
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
       const int64_t off = g.pad_left - kw * g.dilation_w;

@@ -154,6 +154,28 @@ std::vector<Problem> GridProblems(bool depthwise) {
     }
     out.push_back(p);
   }
+  // 5 x 5 filters on two vectors of channels (the depthwise forward's 5-tap row form), with
+  // padded edges on both sides and a partial pixel tile (11 columns).
+  for (const char* padding : {"SAME", "EXPLICIT"}) {
+    Problem p;
+    p.depthwise = depthwise;
+    p.format = "NHWC";
+    p.padding = padding;
+    p.n = 1;
+    p.h = 6;
+    p.w = 11;
+    p.fh = 5;
+    p.fw = 5;
+    p.c = 32;
+    p.cog = 16;
+    if (p.padding == "EXPLICIT") {
+      p.pt = 1;
+      p.pb = 3;
+      p.pl = 3;
+      p.pr = 1;
+    }
+    out.push_back(p);
+  }
   if (!depthwise) {
     for (const Problem& p : GemmProblems()) out.push_back(p);
   }
