@@ -118,6 +118,7 @@ std::vector<Problem> GridProblems(bool depthwise) {
     const char* format;
     const char* padding;
     int64_t h, w, c, groups, cog, mult, sh, sw, dh, dw;
+    int64_t f = 3;  // filter height and width
   };
   const Big bigs[] = {
       {"NHWC", "SAME", 9, 13, 16, 1, 21, 1, 1, 1, 1, 1},
@@ -127,6 +128,10 @@ std::vector<Problem> GridProblems(bool depthwise) {
       {"NHWC", "VALID", 10, 12, 64, 2, 32, 1, 2, 3, 1, 2},
       {"NHWC", "SAME", 9, 10, 37, 1, 16, 1, 2, 2, 1, 1},
       {"NHWC", "EXPLICIT", 6, 9, 17, 1, 16, 2, 2, 3, 1, 1},
+      // 5 x 5 on two vectors of channels (the depthwise 5-tap rows): padded edges on both sides
+      // and a partial pixel tile.
+      {"NHWC", "SAME", 6, 11, 32, 1, 16, 1, 1, 1, 1, 1, 5},
+      {"NHWC", "EXPLICIT", 6, 11, 32, 1, 16, 1, 1, 1, 1, 1, 5},
   };
   for (const Big& b : bigs) {
     Problem p;
@@ -136,8 +141,8 @@ std::vector<Problem> GridProblems(bool depthwise) {
     p.n = 2;
     p.h = b.h;
     p.w = b.w;
-    p.fh = 3;
-    p.fw = 3;
+    p.fh = b.f;
+    p.fw = b.f;
     p.c = b.c;
     p.groups = depthwise ? 1 : b.groups;
     p.cog = b.cog;
@@ -151,28 +156,6 @@ std::vector<Problem> GridProblems(bool depthwise) {
       p.pb = 0;
       p.pl = 1;
       p.pr = 3;
-    }
-    out.push_back(p);
-  }
-  // 5 x 5 filters on two vectors of channels (the depthwise forward's 5-tap row form), with
-  // padded edges on both sides and a partial pixel tile (11 columns).
-  for (const char* padding : {"SAME", "EXPLICIT"}) {
-    Problem p;
-    p.depthwise = depthwise;
-    p.format = "NHWC";
-    p.padding = padding;
-    p.n = 1;
-    p.h = 6;
-    p.w = 11;
-    p.fh = 5;
-    p.fw = 5;
-    p.c = 32;
-    p.cog = 16;
-    if (p.padding == "EXPLICIT") {
-      p.pt = 1;
-      p.pb = 3;
-      p.pl = 3;
-      p.pr = 1;
     }
     out.push_back(p);
   }
