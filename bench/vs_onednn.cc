@@ -19,7 +19,6 @@
 // Ratios are blockflow time / oneDNN time: below 1 means blockflow is faster. `--clock cpu`
 // times process CPU time instead of wall time (meaningful at one thread on a busy machine).
 // oneDNN is used only here: it is never linked into the blockflow libraries.
-#include <immintrin.h>
 #include <omp.h>
 #include <time.h>
 

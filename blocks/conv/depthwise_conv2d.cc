@@ -28,17 +28,19 @@ namespace {
 // 1, FW 3 at stride 2: the common layers): each input pixel is loaded once for the taps that
 // read it ((P - 1) * S + FW loads instead of FW * P), and columns outside the input (the
 // padding, or past the row's end in a partial tile, whose extra sums are never stored) are
-// skipped when kEdge is set (a tile that reaches past the input).
+// skipped when kEdge is set (a tile that reaches past the input). col0 is the input column that
+// the tile's first pixel reads through tap 0.
 template <typename C, int P, int NV, int FW, int S, bool kEdge>
 BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow, const C* wrow,
-                                int64_t ow0, typename VecOf<C>::type (&acc)[P][NV]) {
+                                int64_t col0, typename VecOf<C>::type (&acc)[P][NV]) {
   using Vec = typename VecOf<C>::type;
   constexpr int L = sizeof(Vec) / sizeof(C);
-  const int64_t ch = g.out_depth, col0 = ow0 * S - g.pad_left;
+  const int64_t ch = g.out_depth;
   Vec wv[FW][NV];
-  for (int kw = 0; kw < FW; ++kw)
+  for (int kw = 0; kw < FW; ++kw) {
     for (int k = 0; k < NV; ++k) wv[kw][k] = LoadVec(wrow + kw * ch + k * L);
-      // Unrolled whole, so that acc[p] stays in registers (GCC's own limit stops short at FW 5).
+  }
+  // Unrolled whole, so that acc[p] stays in registers (GCC's own limit stops short at FW 5).
 #pragma GCC unroll 16
   for (int j = 0; j < (P - 1) * S + FW; ++j) {
     if (kEdge && (col0 + j < 0 || col0 + j >= g.in_w)) continue;
@@ -59,13 +61,13 @@ BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow,
 template <typename C, int P, int NV, int FW, int S>
 BF_CONV_INLINE bool DwTaps(const ConvGeometry& g, const C* __restrict xrow, const C* wrow,
                            int64_t ow0, typename VecOf<C>::type (&acc)[P][NV]) {
-  const int64_t col0 = ow0 * S - g.pad_left;
-  if (col0 >= 0 && col0 + (P - 1) * S + FW <= g.in_w) {
-    DwTapsInRow<C, P, NV, FW, S, false>(g, xrow, wrow, ow0, acc);
+  const int64_t col0 = g.input_col(ow0, 0);
+  if (col0 >= 0 && g.input_col(ow0 + P - 1, FW - 1) < g.in_w) {
+    DwTapsInRow<C, P, NV, FW, S, false>(g, xrow, wrow, col0, acc);
     return true;
   }
   if constexpr (NV >= 2) {
-    DwTapsInRow<C, P, NV, FW, S, true>(g, xrow, wrow, ow0, acc);
+    DwTapsInRow<C, P, NV, FW, S, true>(g, xrow, wrow, col0, acc);
     return true;
   }
   return false;
