@@ -321,11 +321,13 @@ int Main(const Options& opt) {
       Tensor out(DType::kFloat32, OperandShapes(state).out);
       const Tensor& a = op == ConvOp::kBackpropInput ? w : x;
       const Tensor& b = op == ConvOp::kForward ? w : dy;
-      DnnlCase dc = MakeDnnl(eng, strm, op, g, x, w, dy);
       for (int threads : opt.threads) {
         KernelContext k;
         k.num_threads = threads;
-        omp_set_num_threads(threads);  // oneDNN's OpenMP runtime takes its threads from here
+        // oneDNN's OpenMP runtime takes its threads from here, and some primitives fix their
+        // thread count (and work split) when they are created: create them after it is set.
+        omp_set_num_threads(threads);
+        DnnlCase dc = MakeDnnl(eng, strm, op, g, x, w, dy);
         const std::function<void()> run_bf = [&] {
           const Status st = RunConv(KernelKind::kOptimized, state, a, b, &out, k);
           if (!st.ok()) {
