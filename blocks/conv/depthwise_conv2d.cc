@@ -35,7 +35,7 @@ BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow,
                                 int64_t col0, typename VecOf<C>::type (&acc)[P][NV]) {
   using Vec = typename VecOf<C>::type;
   constexpr int L = sizeof(Vec) / sizeof(C);
-  const int64_t ch = g.out_depth;
+  const int64_t ch = g.out_depth, xs = g.in_depth;  // xs: the input's pixel stride
   Vec wv[FW][NV];
   for (int kw = 0; kw < FW; ++kw) {
     for (int k = 0; k < NV; ++k) wv[kw][k] = LoadVec(wrow + kw * ch + k * L);
@@ -45,7 +45,7 @@ BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow,
   for (int j = 0; j < (P - 1) * S + FW; ++j) {
     if (kEdge && (col0 + j < 0 || col0 + j >= g.in_w)) continue;
     Vec xv[NV];
-    for (int k = 0; k < NV; ++k) xv[k] = LoadVec(xrow + (col0 + j) * ch + k * L);
+    for (int k = 0; k < NV; ++k) xv[k] = LoadVec(xrow + (col0 + j) * xs + k * L);
 #pragma GCC unroll 8
     for (int kw = 0; kw < FW; ++kw) {
       const int p = (j - kw) / S;  // input column j feeds pixel p through tap kw
@@ -82,7 +82,7 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
                                   C* __restrict yrow, const C* zeros, int64_t ow0, int64_t c0) {
   using Vec = typename VecOf<C>::type;
   constexpr int L = sizeof(Vec) / sizeof(C);
-  const int64_t ch = g.out_depth;
+  const int64_t ch = g.out_depth, xs = g.in_depth;  // xs: the input's pixel stride
   Vec acc[P][NV];
   ZeroTile(acc);
   const bool full_row = ow0 + P <= g.out_w;
@@ -112,14 +112,14 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
       const int64_t iw0 = ow0 * g.stride_w - off;
       if (full_row && iw0 >= 0 && iw0 + (P - 1) * g.stride_w < g.in_w) {
         // The whole tile reads inside the input (the common case): no per-pixel select.
-        const C* xp = xrow + iw0 * ch;
+        const C* xp = xrow + iw0 * xs;
         for (int p = 0; p < P; ++p)
           for (int k = 0; k < NV; ++k)
-            acc[p][k] += LoadVec(xp + p * g.stride_w * ch + k * L) * wv[k];
+            acc[p][k] += LoadVec(xp + p * g.stride_w * xs + k * L) * wv[k];
       } else {
         for (int p = 0; p < P; ++p) {
           const int64_t ow = ow0 + p, iw = ow * g.stride_w - off;
-          const C* xp = (ow < g.out_w && iw >= 0 && iw < g.in_w) ? xrow + iw * ch : zeros;
+          const C* xp = (ow < g.out_w && iw >= 0 && iw < g.in_w) ? xrow + iw * xs : zeros;
           for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec(xp + k * L) * wv[k];
         }
       }
@@ -151,7 +151,7 @@ BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* const* xr, con
       for (int64_t kw = 0; kw < g.filter_w; ++kw) {
         const int64_t iw = g.input_col(ow, kw);
         if (iw < 0 || iw >= g.in_w) continue;
-        const C* __restrict xp = xr[kh] + iw * ch;
+        const C* __restrict xp = xr[kh] + iw * g.in_depth;
         const C* __restrict wp = w + (kh * g.filter_w + kw) * ch;
         for (int64_t c = c_vec; c < ch; ++c) yp[c] += xp[c] * wp[c];
       }
@@ -258,19 +258,19 @@ BF_CONV_INLINE void DwBackpropFilterTile(const ConvGeometry& g, const C* __restr
                                          int64_t ow0, int64_t ow1, int64_t c0) {
   using Vec = typename VecOf<C>::type;
   constexpr int L = sizeof(Vec) / sizeof(C);
-  const int64_t ch = g.out_depth;
+  const int64_t ch = g.out_depth, xs = g.in_depth;  // xs: the input's pixel stride
   Vec acc[P][NV];
   ZeroTile(acc);
   int64_t ow = ow0;
   for (; ow + P <= ow1; ow += P) {
     for (int p = 0; p < P; ++p) {
-      const C* xp = xrow + ((ow + p) * g.stride_w - off) * ch + c0;
+      const C* xp = xrow + ((ow + p) * g.stride_w - off) * xs + c0;
       const C* dyp = dyrow + (ow + p) * ch + c0;
       for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec(xp + k * L) * LoadVec(dyp + k * L);
     }
   }
   for (; ow < ow1; ++ow) {
-    const C* xp = xrow + (ow * g.stride_w - off) * ch + c0;
+    const C* xp = xrow + (ow * g.stride_w - off) * xs + c0;
     const C* dyp = dyrow + ow * ch + c0;
     for (int k = 0; k < NV; ++k) acc[0][k] += LoadVec(xp + k * L) * LoadVec(dyp + k * L);
   }
@@ -281,41 +281,106 @@ BF_CONV_INLINE void DwBackpropFilterTile(const ConvGeometry& g, const C* __restr
   }
 }
 
-// Filter gradient of a 3x3 filter (dilation 1) over the output columns [lo, hi), where every
-// tap reads inside the input, for the channels [c0, c0 + NV*L): dw[kh, kw, c] += sum over ow of
-// x[kh][ow*sw - pl + kw, c] * dy[ow, c]. R filter rows at a time, with all their taps' sums in
-// registers (3R x NV accumulators): each dy vector is loaded once for 3R taps, not once per tap.
+// One output column ow of the 3x3 filter gradient tile below, where some taps read outside the
+// input (the padding): those taps are skipped.
 template <typename C, int R, int NV>
-BF_CONV_INLINE void DwBackpropFilter3x3Tile(const ConvGeometry& g, const C* const* xr,
-                                            const C* __restrict dyrow, C* __restrict dw, int64_t lo,
-                                            int64_t hi, int64_t c0) {
+BF_CONV_INLINE void DwBackpropFilter3x3EdgeColumn(const ConvGeometry& g, const C* const* xc,
+                                                  const C* __restrict dyp,
+                                                  typename VecOf<C>::type (&acc)[R][3][NV],
+                                                  int64_t ow) {
   using Vec = typename VecOf<C>::type;
   constexpr int L = sizeof(Vec) / sizeof(C);
-  const int64_t ch = g.out_depth, sw = g.stride_w;
-  for (int64_t kh0 = 0; kh0 < 3; kh0 += R) {
-    Vec acc[R][3][NV];
+  const int64_t xs = g.in_depth, iw0 = ow * g.stride_w - g.pad_left;
+  Vec dv[NV];
+  for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dyp + k * L);
+#pragma GCC unroll 3
+  for (int kw = 0; kw < 3; ++kw) {
+    if (iw0 + kw < 0 || iw0 + kw >= g.in_w) continue;
     for (int r = 0; r < R; ++r)
-      for (int kw = 0; kw < 3; ++kw)
-        for (int k = 0; k < NV; ++k) acc[r][kw][k] = Vec{};
+      for (int k = 0; k < NV; ++k)
+        acc[r][kw][k] += LoadVec(xc[r] + (iw0 + kw) * xs + k * L) * dv[k];
+  }
+}
+
+// Filter gradient of a 3x3 filter (dilation 1) for the channels [c0, c0 + NV*L) over a whole
+// output row: dw[kh, kw, c] += sum over ow of x[kh][ow*sw - pl + kw, c] * dy[ow, c], for the R
+// filter rows from kh0 (all present). All their taps' sums stay in registers (3R x NV
+// accumulators), so each dy vector is loaded once for 3R taps, not once per tap. The columns
+// [lo, hi), where every tap reads inside the input, take the unchecked loop; the few edge
+// columns check each tap's input column.
+template <typename C, int R, int NV>
+BF_CONV_INLINE void DwBackpropFilter3x3Tile(const ConvGeometry& g, const C* const* xr,
+                                            const C* __restrict dyrow, C* __restrict dw,
+                                            int64_t kh0, int64_t lo, int64_t hi, int64_t c0) {
+  using Vec = typename VecOf<C>::type;
+  constexpr int L = sizeof(Vec) / sizeof(C);
+  const int64_t ch = g.out_depth, xs = g.in_depth, sw = g.stride_w;
+  Vec acc[R][3][NV];
+  for (int r = 0; r < R; ++r)
+    for (int kw = 0; kw < 3; ++kw)
+      for (int k = 0; k < NV; ++k) acc[r][kw][k] = Vec{};
+  const C* xc[R];  // each row's channel block, at input column 0
+  for (int r = 0; r < R; ++r) xc[r] = xr[kh0 + r] + c0;
+  const C* dyc = dyrow + c0;
+  for (int64_t ow = 0; ow < lo; ++ow)
+    DwBackpropFilter3x3EdgeColumn<C, R, NV>(g, xc, dyc + ow * ch, acc, ow);
+  if (lo < hi) {
     const C* xb[R];
-    for (int r = 0; r < R; ++r) xb[r] = xr[kh0 + r] + (lo * sw - g.pad_left) * ch + c0;
-    const C* dp = dyrow + lo * ch + c0;
+    for (int r = 0; r < R; ++r) xb[r] = xc[r] + (lo * sw - g.pad_left) * xs;
+    const C* dp = dyc + lo * ch;
     for (int64_t ow = lo; ow < hi; ++ow) {
       Vec dv[NV];
       for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dp + k * L);
       for (int r = 0; r < R; ++r)
         for (int kw = 0; kw < 3; ++kw)
-          for (int k = 0; k < NV; ++k) acc[r][kw][k] += LoadVec(xb[r] + kw * ch + k * L) * dv[k];
+          for (int k = 0; k < NV; ++k) acc[r][kw][k] += LoadVec(xb[r] + kw * xs + k * L) * dv[k];
       dp += ch;
-      for (int r = 0; r < R; ++r) xb[r] += sw * ch;
+      for (int r = 0; r < R; ++r) xb[r] += sw * xs;
     }
-    for (int r = 0; r < R; ++r)
-      for (int kw = 0; kw < 3; ++kw)
-        for (int k = 0; k < NV; ++k) {
-          C* d = dw + ((kh0 + r) * 3 + kw) * ch + c0 + k * L;
-          StoreVec(d, LoadVec(d) + acc[r][kw][k]);
-        }
   }
+  for (int64_t ow = std::max(lo, hi); ow < g.out_w; ++ow)
+    DwBackpropFilter3x3EdgeColumn<C, R, NV>(g, xc, dyc + ow * ch, acc, ow);
+  for (int r = 0; r < R; ++r)
+    for (int kw = 0; kw < 3; ++kw)
+      for (int k = 0; k < NV; ++k) {
+        C* d = dw + ((kh0 + r) * 3 + kw) * ch + c0 + k * L;
+        StoreVec(d, LoadVec(d) + acc[r][kw][k]);
+      }
+}
+
+// The 3x3 filter gradient tiles of one output row for the channel blocks of NV vectors from
+// *c0 on, advancing *c0: with all three input rows present and AVX-512's 32 registers (NV 2),
+// the nine taps' sums at once (18 accumulators); otherwise each present filter row on its own.
+template <typename C, int NV>
+BF_CONV_INLINE void DwBackpropFilter3x3Blocks(const ConvGeometry& g, const C* const* xr,
+                                              const C* __restrict dyrow, C* __restrict dw,
+                                              int64_t lo, int64_t hi, int64_t* c0) {
+  constexpr int64_t L = 64 / sizeof(C);
+  const bool all_rows = xr[0] && xr[1] && xr[2];
+  for (; *c0 + NV * L <= g.out_depth; *c0 += NV * L) {
+    if (NV >= 2 && all_rows) {
+      DwBackpropFilter3x3Tile<C, 3, NV>(g, xr, dyrow, dw, 0, lo, hi, *c0);
+      continue;
+    }
+    for (int64_t kh = 0; kh < 3; ++kh)
+      if (xr[kh]) DwBackpropFilter3x3Tile<C, 1, NV>(g, xr, dyrow, dw, kh, lo, hi, *c0);
+  }
+}
+
+// The 3x3 filter gradient of one output row, for its vector channels: returns the channels done.
+template <typename C, int NV>
+BF_CONV_INLINE int64_t DwBackpropFilter3x3Row(const ConvGeometry& g, const C* const* xr,
+                                              const C* __restrict dyrow, C* __restrict dw) {
+  const int64_t sw = g.stride_w;
+  // The columns where every tap reads inside the input: lo * sw >= pl, hi - 1 the last ow with
+  // ow * sw - pl + 2 < in_w.
+  const int64_t lo = std::min<int64_t>(g.out_w, (g.pad_left + sw - 1) / sw);
+  const int64_t last = g.in_w - 3 + g.pad_left;  // the largest ow * sw
+  const int64_t hi = last < 0 ? 0 : std::min<int64_t>(g.out_w, last / sw + 1);
+  int64_t c0 = 0;
+  DwBackpropFilter3x3Blocks<C, NV>(g, xr, dyrow, dw, lo, hi, &c0);
+  if constexpr (NV > 1) DwBackpropFilter3x3Blocks<C, 1>(g, xr, dyrow, dw, lo, hi, &c0);
+  return c0;
 }
 
 // Filter gradient of one output row (dyrow) into the private partial sum dw [fh, fw, ch]; xr[kh]
@@ -326,25 +391,12 @@ BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* const* 
                                          const C* /*zeros*/) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t ch = g.out_depth;
-  // A 3x3 filter with all three input rows present (the common case): the columns where every
-  // tap reads inside the input, [lo, hi), in the register-blocked tile; the edge columns below.
-  int64_t lo = 0, hi = 0;
-  if (g.filter_h == 3 && g.filter_w == 3 && g.dilation_w == 1 && ch >= L && xr[0] && xr[1] &&
-      xr[2] && g.in_w + g.pad_left >= 3) {
-    lo = (g.pad_left + g.stride_w - 1) / g.stride_w;
-    hi = std::min<int64_t>(g.out_w, (g.in_w - 3 + g.pad_left) / g.stride_w + 1);
-    if (hi - lo >= 8) {  // narrower rows: the edges' share makes the split not pay (7x7: 1.1x)
-      // AVX-512 keeps all nine taps' sums in 18 of its 32 registers; narrower ISAs one filter
-      // row (three taps) at a time.
-      constexpr int R = NV >= 2 ? 3 : 1;
-      int64_t c0 = 0;
-      for (; c0 + NV * L <= ch; c0 += NV * L)
-        DwBackpropFilter3x3Tile<C, R, NV>(g, xr, dyrow, dw, lo, hi, c0);
-      for (; c0 + L <= ch; c0 += L) DwBackpropFilter3x3Tile<C, R, 1>(g, xr, dyrow, dw, lo, hi, c0);
-    } else {
-      lo = hi = 0;
-    }
-  }
+  // A 3x3 filter (the common case): its vector channels in the register-blocked tiles, the
+  // channels left over tap by tap below.
+  int64_t c_done = 0;
+  if (g.filter_h == 3 && g.filter_w == 3 && g.dilation_w == 1)
+    c_done = DwBackpropFilter3x3Row<C, NV>(g, xr, dyrow, dw);
+  if (c_done == ch) return;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
     if (xr[kh] == nullptr) continue;
     const C* xrow = xr[kh];
@@ -352,19 +404,13 @@ BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* const* 
       const auto [off, ow0, ow1] = g.columns_inside(kw);
       if (ow0 >= ow1) continue;
       C* dwt = dw + (kh * g.filter_w + kw) * ch;
-      int64_t c0 = 0;
-      if (lo < hi) {  // the vector channels of [lo, hi) are done: the edges [ow0, lo), [hi, ow1)
-        for (; c0 + L <= ch; c0 += L) {
-          if (ow0 < lo) DwBackpropFilterTile<C, P, 1>(g, xrow, dyrow, dwt, off, ow0, lo, c0);
-          if (hi < ow1) DwBackpropFilterTile<C, P, 1>(g, xrow, dyrow, dwt, off, hi, ow1, c0);
-        }
-      }
+      int64_t c0 = c_done;
       for (; c0 + NV * L <= ch; c0 += NV * L)
         DwBackpropFilterTile<C, P, NV>(g, xrow, dyrow, dwt, off, ow0, ow1, c0);
       for (; c0 + L <= ch; c0 += L)
         DwBackpropFilterTile<C, P, 1>(g, xrow, dyrow, dwt, off, ow0, ow1, c0);
       for (int64_t ow = ow0; ow < ow1 && c0 < ch; ++ow) {
-        const C* __restrict xp = xrow + (ow * g.stride_w - off) * ch;
+        const C* __restrict xp = xrow + (ow * g.stride_w - off) * g.in_depth;
         const C* __restrict dyp = dyrow + ow * ch;
         for (int64_t c = c0; c < ch; ++c) dwt[c] += xp[c] * dyp[c];
       }
@@ -393,13 +439,26 @@ ConvGeometry Expanded(const ConvGeometry& g) {
   return e;
 }
 
+// The input rows that the row kernels read, in a per-thread ring of rows when they are not the
+// input's own rows: channel-expanded for a multiplier M > 1 (xe[c*M + m] = x[c]), and with a
+// padded pixel stride when C*M channels are a multiple of 4 KiB. Pixels 4 KiB apart all fall in
+// one set of the 8-way L1 cache, and a 3x3 tile reads ten of them at once (nine taps and the
+// gradient): one more cache line per pixel spreads them over ten sets (mnv1_dw13, 1024
+// channels: the filter gradient 2x faster).
 template <typename C>
 class ExpandedRows {
  public:
-  static int64_t Slots(const ConvGeometry& g) {
-    return g.multiplier == 1 ? 0 : std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1);
+  /// The pixel stride of the rows Row returns.
+  static int64_t Stride(const ConvGeometry& g) {
+    const int64_t s = g.in_depth * g.multiplier;
+    constexpr int64_t kLine = 64 / sizeof(C);
+    return (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 ? s + kLine : s;
   }
-  static int64_t RowSize(const ConvGeometry& g) { return g.in_w * g.in_depth * g.multiplier; }
+  static bool Copies(const ConvGeometry& g) { return Stride(g) != g.in_depth; }
+  static int64_t Slots(const ConvGeometry& g) {
+    return Copies(g) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
+  }
+  static int64_t RowSize(const ConvGeometry& g) { return g.in_w * Stride(g); }
   // ring: Slots(g) * RowSize(g) elements; keys: Slots(g) entries set to -1.
   ExpandedRows(const ConvGeometry& g, const C* x, C* ring, int64_t* keys)
       : g_(g), x_(x), ring_(ring), keys_(keys), slots_(Slots(g)) {}
@@ -407,19 +466,22 @@ class ExpandedRows {
   const C* Row(int64_t n, int64_t ih) {
     const int64_t key = n * g_.in_h + ih, ch = g_.in_depth, mult = g_.multiplier;
     const C* src = x_ + key * g_.in_w * ch;
-    if (mult == 1) return src;
-    const int64_t slot = key % slots_;
+    if (slots_ == 0) return src;
+    const int64_t slot = key % slots_, stride = Stride(g_);
     C* __restrict dst = ring_ + slot * RowSize(g_);
-    if (keys_[slot] != key) {
-      keys_[slot] = key;
-      if (mult == 2) {
-        for (int64_t i = 0; i < g_.in_w * ch; ++i) dst[2 * i] = dst[2 * i + 1] = src[i];
+    if (keys_[slot] == key) return dst;
+    keys_[slot] = key;
+    for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride) {
+      if (mult == 1) {
+        std::copy(src, src + ch, dst);
+      } else if (mult == 2) {
+        for (int64_t c = 0; c < ch; ++c) dst[2 * c] = dst[2 * c + 1] = src[c];
       } else {
-        for (int64_t i = 0; i < g_.in_w * ch; ++i)
-          for (int64_t m = 0; m < mult; ++m) dst[i * mult + m] = src[i];
+        for (int64_t c = 0; c < ch; ++c)
+          for (int64_t m = 0; m < mult; ++m) dst[c * mult + m] = src[c];
       }
     }
-    return dst;
+    return ring_ + slot * RowSize(g_);
   }
 
  private:
@@ -437,12 +499,19 @@ class ExpandedInputRows {
  public:
   ExpandedInputRows(const ConvGeometry& g, const C* x, int nt)
       : g_(g),
+        e_(Expanded(g)),
         x_(x),
         slots_(ExpandedRows<C>::Slots(g)),
         row_size_(ExpandedRows<C>::RowSize(g)),
         ring_(static_cast<size_t>(nt * slots_ * row_size_)),
         keys_(static_cast<size_t>(nt * slots_), -1),
-        rows_(static_cast<size_t>(nt * g.filter_h)) {}
+        rows_(static_cast<size_t>(nt * g.filter_h)) {
+    e_.in_depth = ExpandedRows<C>::Stride(g);
+  }
+
+  /// The multiplier-1 problem that the rows belong to (Expanded), with their pixel stride as
+  /// in_depth.
+  const ConvGeometry& geometry() const { return e_; }
 
   /// For output row r (batch n, row oh), on thread `thread`: the input row each filter row kh
   /// reads, expanded to C*M channels, or nullptr where it falls outside the input.
@@ -460,6 +529,7 @@ class ExpandedInputRows {
 
  private:
   const ConvGeometry& g_;
+  ConvGeometry e_;
   const C* x_;
   int64_t slots_, row_size_;
   WorkBuffer<C> ring_;
@@ -475,13 +545,13 @@ template <typename T>
 void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
-  const ConvGeometry e = Expanded(g);
-  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   const DwRowsFn<C> row = DwForwardRow(C{});
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   ExpandedInputRows<C> xrows(g, args.x, nt);
+  const ConvGeometry& e = xrows.geometry();
+  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
     row(e, xrows.FilterRows(thread, r), args.w, args.result + r * g.out_w * e.out_depth,
         zeros.data());
@@ -598,12 +668,12 @@ template <typename T>
 void DepthwiseKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
-  const ConvGeometry e = Expanded(g);
   const int64_t fsize = g.filter_elements();
   const int64_t rows = g.batch * g.out_h;
   const int nt = ThreadsFor(ctx.num_threads, rows * g.out_w * fsize, 1 << 15);
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
   ExpandedInputRows<C> xrows(g, args.x, nt);
+  const ConvGeometry& e = xrows.geometry();
   T* dw = args.filter_grad->template data<T>();
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
     row(e, xrows.FilterRows(omp_get_thread_num(), r), args.dy + r * g.out_w * e.out_depth, mine,

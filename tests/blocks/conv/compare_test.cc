@@ -132,6 +132,14 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // and a partial pixel tile.
       {"NHWC", "SAME", 6, 11, 32, 1, 16, 1, 1, 1, 1, 1, 5},
       {"NHWC", "EXPLICIT", 6, 11, 32, 1, 16, 1, 1, 1, 1, 1, 5},
+      // Rows of 1 and 2 pixels on two vectors of channels: every column of a 3 x 3 tile is an
+      // edge column.
+      {"NHWC", "SAME", 3, 1, 32, 1, 16, 1, 1, 1, 1, 1},
+      {"NHWC", "SAME", 4, 2, 32, 1, 16, 2, 1, 1, 1, 1},
+      // Channel counts (times the multiplier) whose pixels are a multiple of 4 KiB apart: the
+      // depthwise kernels read the input through rows with a padded pixel stride.
+      {"NHWC", "SAME", 4, 5, 1024, 1, 8, 1, 1, 1, 1, 1},
+      {"NHWC", "VALID", 5, 6, 512, 1, 8, 2, 1, 2, 1, 1},
   };
   for (const Big& b : bigs) {
     Problem p;
