@@ -52,11 +52,11 @@ void PackForwardFilter(const ConvGeometry& g, const C* w, WorkBuffer<C>* out) {
 // Forward, output channels [grp*cog + j0, + NV*L) of one output row:
 // y[ow, co] = sum over valid (kh, kw) and ci of x[iw(ow, kw), grp*cig + ci] * w[kh, kw, ci, co],
 // the filter read from its packed panels `wp`.
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
                                  const C* __restrict wp, C* __restrict y, int64_t n, int64_t oh,
                                  const C* zeros, int64_t grp, int64_t j0) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, cog_vec = cog - cog % L, co0 = grp * cog + j0;
@@ -83,7 +83,7 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
         for (int k = 0; k < NV; ++k) wk[k] = panel[k] + tap * cig * L;
         for (int64_t ci = 0; ci < cig; ++ci) {
           Vec wv[NV];
-          for (int k = 0; k < NV; ++k) wv[k] = LoadVec(wk[k] + ci * L);
+          for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(wk[k] + ci * L);
           for (int p = 0; p < P; ++p) {
             const C s = xp[p][ci];
             for (int k = 0; k < NV; ++k) acc[p][k] += wv[k] * s;
@@ -117,7 +117,7 @@ BF_CONV_INLINE void ForwardRest(const ConvGeometry& g, const C* __restrict x, co
   }
 }
 
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* x, const C* w, C* y, int64_t n,
                                 int64_t oh, const C* zeros, IntPair* scratch) {
   constexpr int64_t L = 64 / sizeof(C);
@@ -126,8 +126,9 @@ BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* x, const C* w, C
   const C* hwio = w + g.groups * cog_vec * g.filter_h * g.filter_w * g.filter_in_depth;
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     int64_t j = 0;
-    for (; j + NV * L <= cog; j += NV * L) ForwardTiles<C, P, NV>(g, x, w, y, n, oh, zeros, grp, j);
-    for (; j + L <= cog; j += L) ForwardTiles<C, P, 1>(g, x, w, y, n, oh, zeros, grp, j);
+    for (; j + NV * L <= cog; j += NV * L)
+      ForwardTiles<C, V, P, NV>(g, x, w, y, n, oh, zeros, grp, j);
+    for (; j + L <= cog; j += L) ForwardTiles<C, V, P, 1>(g, x, w, y, n, oh, zeros, grp, j);
     if (j < cog) ForwardRest<C>(g, x, hwio, y, n, oh, grp, j);
   }
 }
@@ -140,12 +141,12 @@ BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* x, const C* w, C
 // chunk after the first adds to what dx holds. The chunks keep the filter panel a tile streams
 // small enough to stay in L2 for the next tiles (a 3x3 filter to 1024 channels is 1.2 MB per
 // block of 32 input channels).
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restrict wp,
                                        const C* __restrict dy, C* __restrict dx, int64_t n,
                                        int64_t ih, const C* zeros, IntPair* scratch, int64_t grp,
                                        int64_t j0, const int64_t* co_range) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, cig_vec = cig - cig % L;
@@ -165,7 +166,7 @@ BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restric
       for (int p = 0; p < P; ++p)
         for (int k = 0; k < NV; ++k)
           acc[p][k] = (co_range[0] > 0 && t0 + p < count)
-                          ? LoadVec(dxrow + (r + g.stride_w * (t0 + p)) * ci_all + k * L)
+                          ? LoadVec<V>(dxrow + (r + g.stride_w * (t0 + p)) * ci_all + k * L)
                           : Vec{};
       for (const auto& [kh, oh] : rows_kh) {
         const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all + grp * cog;
@@ -181,7 +182,7 @@ BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restric
           for (int k = 0; k < NV; ++k) wk[k] = panel[k] + tap * cog * L;
           for (int64_t j = co_range[0]; j < co_range[1]; ++j) {
             Vec wv[NV];
-            for (int k = 0; k < NV; ++k) wv[k] = LoadVec(wk[k] + j * L);
+            for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(wk[k] + j * L);
             for (int p = 0; p < P; ++p) {
               const C s = dyp[p][j];
               for (int k = 0; k < NV; ++k) acc[p][k] += wv[k] * s;
@@ -228,11 +229,11 @@ BF_CONV_INLINE void BackpropInputRest(const ConvGeometry& g, const C* __restrict
 // Input gradient for few input channels per group (fewer than a vector) and many output
 // channels: dot products over contiguous co of dy and the filter in its HWIO layout `w`.
 // dx[iw, grp*cig + ci] = sum over reaching (kh, kw) of sum_co dy[ow, co] * w[kh, kw, ci, co].
-template <typename C>
+template <typename C, typename V>
 BF_CONV_INLINE void BackpropInputDot(const ConvGeometry& g, const C* __restrict w,
                                      const C* __restrict dy, C* __restrict dx, int64_t n,
                                      int64_t ih, IntPair* scratch, int64_t grp, int64_t j0) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, co0 = grp * cog, nvec = cog / L;
@@ -261,12 +262,12 @@ BF_CONV_INLINE void BackpropInputDot(const ConvGeometry& g, const C* __restrict 
           const C* wr = w + (tap * cig + ci) * co_all + co0;
           int64_t v = 0;
           for (; v + 4 <= nvec; v += 4) {
-            a0 += LoadVec(dyp + v * L) * LoadVec(wr + v * L);
-            a1 += LoadVec(dyp + (v + 1) * L) * LoadVec(wr + (v + 1) * L);
-            a2 += LoadVec(dyp + (v + 2) * L) * LoadVec(wr + (v + 2) * L);
-            a3 += LoadVec(dyp + (v + 3) * L) * LoadVec(wr + (v + 3) * L);
+            a0 += LoadVec<V>(dyp + v * L) * LoadVec<V>(wr + v * L);
+            a1 += LoadVec<V>(dyp + (v + 1) * L) * LoadVec<V>(wr + (v + 1) * L);
+            a2 += LoadVec<V>(dyp + (v + 2) * L) * LoadVec<V>(wr + (v + 2) * L);
+            a3 += LoadVec<V>(dyp + (v + 3) * L) * LoadVec<V>(wr + (v + 3) * L);
           }
-          for (; v < nvec; ++v) a0 += LoadVec(dyp + v * L) * LoadVec(wr + v * L);
+          for (; v < nvec; ++v) a0 += LoadVec<V>(dyp + v * L) * LoadVec<V>(wr + v * L);
           for (int64_t j = nvec * L; j < cog; ++j) rest += dyp[j] * wr[j];
         }
         const Vec sum = (a0 + a1) + (a2 + a3);
@@ -280,10 +281,26 @@ BF_CONV_INLINE void BackpropInputDot(const ConvGeometry& g, const C* __restrict 
   }
 }
 
-// Input gradient of input row ih of the batch elements [n0, n1): per block of input channels,
-// the output-channel chunks of `chunk` channels outside and the rows and tiles inside, so that
-// each chunk's filter panel is read from L2 by every tile of the rows.
-template <typename C, int P, int NV>
+// The tiles of input channels [j, j + NV*L) of group grp, input row ih, batch elements
+// [n0, n1): the output-channel chunks of `chunk` channels outside and the batch elements
+// inside, so that each chunk's filter panel is read from L2 by every tile of the rows. (A
+// function, not a lambda: a lambda does not take its caller's target ISA, and one left out of
+// line runs the baseline instructions.)
+template <typename C, typename V, int P, int NV>
+BF_CONV_INLINE void BackpropInputChunks(const ConvGeometry& g, const C* w, const C* dy, C* dx,
+                                        int64_t n0, int64_t n1, int64_t ih, const C* zeros,
+                                        IntPair* scratch, int64_t chunk, int64_t grp, int64_t j) {
+  const int64_t cog = g.out_depth / g.groups;
+  for (int64_t c0 = 0; c0 < cog; c0 += chunk) {
+    const int64_t co_range[2] = {c0, std::min(cog, c0 + chunk)};
+    for (int64_t n = n0; n < n1; ++n)
+      BackpropInputTiles<C, V, P, NV>(g, w, dy, dx, n, ih, zeros, scratch, grp, j, co_range);
+  }
+}
+
+// Input gradient of input row ih of the batch elements [n0, n1): per group, the blocks of NV
+// and then one vector of input channels (BackpropInputChunks), and the channels left over.
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void BackpropInputBlockT(const ConvGeometry& g, const C* w, const C* dy, C* dx,
                                         int64_t n0, int64_t n1, int64_t ih, const C* zeros,
                                         IntPair* scratch, int64_t chunk) {
@@ -295,19 +312,13 @@ BF_CONV_INLINE void BackpropInputBlockT(const ConvGeometry& g, const C* w, const
   const C* hwio = wt + fsize;
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     int64_t j = 0;
-    auto tiles = [&](auto nv, int64_t jj) {
-      constexpr int kNv = decltype(nv)::value;
-      for (int64_t c0 = 0; c0 < cog; c0 += chunk) {
-        const int64_t co_range[2] = {c0, std::min(cog, c0 + chunk)};
-        for (int64_t n = n0; n < n1; ++n)
-          BackpropInputTiles<C, P, kNv>(g, w, dy, dx, n, ih, zeros, scratch, grp, jj, co_range);
-      }
-    };
-    for (; j + NV * L <= cig; j += NV * L) tiles(std::integral_constant<int, NV>{}, j);
-    for (; j + L <= cig; j += L) tiles(std::integral_constant<int, 1>{}, j);
+    for (; j + NV * L <= cig; j += NV * L)
+      BackpropInputChunks<C, V, P, NV>(g, w, dy, dx, n0, n1, ih, zeros, scratch, chunk, grp, j);
+    for (; j + L <= cig; j += L)
+      BackpropInputChunks<C, V, P, 1>(g, w, dy, dx, n0, n1, ih, zeros, scratch, chunk, grp, j);
     for (int64_t n = n0; n < n1 && j < cig; ++n) {
       if (cog >= L) {
-        BackpropInputDot<C>(g, hwio, dy, dx, n, ih, scratch, grp, j);
+        BackpropInputDot<C, V>(g, hwio, dy, dx, n, ih, scratch, grp, j);
       } else {
         BackpropInputRest<C>(g, wt, dy, dx, n, ih, grp, j);
       }
@@ -320,11 +331,11 @@ BF_CONV_INLINE void BackpropInputBlockT(const ConvGeometry& g, const C* w, const
 // into separate sums, so that 2R x NV independent chains of fused multiply-adds hide their
 // latency (one channel alone would leave NV chains waiting on each other). `range` holds the
 // number of batch elements, the columns [ow0, ow1) and the tap's column offset.
-template <typename C, int R, int NV>
+template <typename C, typename V, int R, int NV>
 BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __restrict xrow0,
                                               const C* __restrict dyrow0, C* __restrict dwt,
                                               const int64_t* range) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth;
   const int64_t nb = range[0], ow0 = range[1], ow1 = range[2], off = range[3];
@@ -341,7 +352,7 @@ BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __
       for (int u = 0; u < 2; ++u) {
         const C* xp = xrow + ((ow + u) * g.stride_w - off) * ci_all;
         Vec dv[NV];
-        for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dyrow + (ow + u) * co_all + k * L);
+        for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyrow + (ow + u) * co_all + k * L);
         for (int r = 0; r < R; ++r) {
           const C s = xp[r];
           for (int k = 0; k < NV; ++k) acc[u][r][k] += dv[k] * s;
@@ -352,14 +363,14 @@ BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __
       const C* xp = xrow + (ow * g.stride_w - off) * ci_all;
       for (int r = 0; r < R; ++r) {
         const C s = xp[r];
-        for (int k = 0; k < NV; ++k) acc[0][r][k] += LoadVec(dyrow + ow * co_all + k * L) * s;
+        for (int k = 0; k < NV; ++k) acc[0][r][k] += LoadVec<V>(dyrow + ow * co_all + k * L) * s;
       }
     }
   }
   for (int r = 0; r < R; ++r)
     for (int k = 0; k < NV; ++k) {
       C* d = dwt + r * co_all + k * L;
-      StoreVec(d, LoadVec(d) + (acc[0][r][k] + acc[1][r][k]));
+      StoreVec(d, LoadVec<V>(d) + (acc[0][r][k] + acc[1][r][k]));
     }
 }
 
@@ -369,11 +380,11 @@ BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __
 // dy[n, oh, ow, co], P input channels at a time. The rows of several batch elements share one
 // register tile, so that a narrow layer (a 1x1 or a 6x6 one) still reduces over enough pixels
 // per read-modify-write of dw.
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restrict x,
                                         const C* __restrict dy, C* __restrict dw, int64_t n0,
                                         int64_t n1, int64_t oh, int64_t grp, int64_t j0) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t co0 = grp * (co_all / g.groups) + j0;
@@ -397,7 +408,7 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
           for (int64_t ow = ow0; ow < ow1; ++ow) {
             const C* xp = xrow + (ow * g.stride_w - off) * ci_all + ci0;
             Vec dv[NV];
-            for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dyrow + ow * co_all + k * L);
+            for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyrow + ow * co_all + k * L);
             for (int p = 0; p < P; ++p) {
               const C s = xp[p];
               for (int k = 0; k < NV; ++k) acc[p][k] += dv[k] * s;
@@ -407,7 +418,7 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
         for (int p = 0; p < P; ++p)
           for (int k = 0; k < NV; ++k) {
             C* d = dwt + (ci0 + p) * co_all + k * L;
-            StoreVec(d, LoadVec(d) + acc[p][k]);
+            StoreVec(d, LoadVec<V>(d) + acc[p][k]);
           }
       }
       // The input channels after the last full group of P (all of them for a 3-channel stem).
@@ -418,22 +429,22 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
         case 0:
           break;
         case 1:
-          BackpropFilterFewChannels<C, 1, NV>(g, xrow_rest, dyrow0, dwt_rest, range);
+          BackpropFilterFewChannels<C, V, 1, NV>(g, xrow_rest, dyrow0, dwt_rest, range);
           break;
         case 2:
-          BackpropFilterFewChannels<C, 2, NV>(g, xrow_rest, dyrow0, dwt_rest, range);
+          BackpropFilterFewChannels<C, V, 2, NV>(g, xrow_rest, dyrow0, dwt_rest, range);
           break;
         default:
           for (int64_t c = 0; c < cig - ci0; c += 3) {
             if (cig - ci0 - c >= 3) {
-              BackpropFilterFewChannels<C, 3, NV>(g, xrow_rest + c, dyrow0, dwt_rest + c * co_all,
-                                                  range);
+              BackpropFilterFewChannels<C, V, 3, NV>(g, xrow_rest + c, dyrow0,
+                                                     dwt_rest + c * co_all, range);
             } else if (cig - ci0 - c == 2) {
-              BackpropFilterFewChannels<C, 2, NV>(g, xrow_rest + c, dyrow0, dwt_rest + c * co_all,
-                                                  range);
+              BackpropFilterFewChannels<C, V, 2, NV>(g, xrow_rest + c, dyrow0,
+                                                     dwt_rest + c * co_all, range);
             } else {
-              BackpropFilterFewChannels<C, 1, NV>(g, xrow_rest + c, dyrow0, dwt_rest + c * co_all,
-                                                  range);
+              BackpropFilterFewChannels<C, V, 1, NV>(g, xrow_rest + c, dyrow0,
+                                                     dwt_rest + c * co_all, range);
             }
           }
       }
@@ -468,7 +479,7 @@ BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restric
 }
 
 // Filter gradient of output row oh of the batch elements [n0, n1).
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, const C* dy, C* dw,
                                          int64_t n0, int64_t n1, int64_t oh) {
   constexpr int64_t L = 64 / sizeof(C);
@@ -480,8 +491,8 @@ BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, cons
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     int64_t j = 0;
     for (; j + NV * L <= cog; j += NV * L)
-      BackpropFilterTiles<C, PF, NV>(g, x, dy, dw, n0, n1, oh, grp, j);
-    for (; j + L <= cog; j += L) BackpropFilterTiles<C, PF, 1>(g, x, dy, dw, n0, n1, oh, grp, j);
+      BackpropFilterTiles<C, V, PF, NV>(g, x, dy, dw, n0, n1, oh, grp, j);
+    for (; j + L <= cog; j += L) BackpropFilterTiles<C, V, PF, 1>(g, x, dy, dw, n0, n1, oh, grp, j);
     if (j < cog)
       for (int64_t n = n0; n < n1; ++n) BackpropFilterRest<C>(g, x, dy, dw, n, oh, grp, j);
   }

@@ -30,22 +30,22 @@ namespace {
 // padding, or past the row's end in a partial tile, whose extra sums are never stored) are
 // skipped when kEdge is set (a tile that reaches past the input). col0 is the input column that
 // the tile's first pixel reads through tap 0.
-template <typename C, int P, int NV, int FW, int S, bool kEdge>
+template <typename C, typename V, int P, int NV, int FW, int S, bool kEdge>
 BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow, const C* wrow,
-                                int64_t col0, typename VecOf<C>::type (&acc)[P][NV]) {
-  using Vec = typename VecOf<C>::type;
+                                int64_t col0, V (&acc)[P][NV]) {
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth, xs = g.in_depth;  // xs: the input's pixel stride
   Vec wv[FW][NV];
   for (int kw = 0; kw < FW; ++kw) {
-    for (int k = 0; k < NV; ++k) wv[kw][k] = LoadVec(wrow + kw * ch + k * L);
+    for (int k = 0; k < NV; ++k) wv[kw][k] = LoadVec<V>(wrow + kw * ch + k * L);
   }
   // Unrolled whole, so that acc[p] stays in registers (GCC's own limit stops short at FW 5).
 #pragma GCC unroll 16
   for (int j = 0; j < (P - 1) * S + FW; ++j) {
     if (kEdge && (col0 + j < 0 || col0 + j >= g.in_w)) continue;
     Vec xv[NV];
-    for (int k = 0; k < NV; ++k) xv[k] = LoadVec(xrow + (col0 + j) * xs + k * L);
+    for (int k = 0; k < NV; ++k) xv[k] = LoadVec<V>(xrow + (col0 + j) * xs + k * L);
 #pragma GCC unroll 8
     for (int kw = 0; kw < FW; ++kw) {
       const int p = (j - kw) / S;  // input column j feeds pixel p through tap kw
@@ -58,16 +58,16 @@ BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow,
 // DwTapsInRow for the tile at ow0: true when it was done. Edge tiles take the checked form on
 // AVX-512 only (NV 2): with 16 vector registers (AVX2, the baseline) its branches spill the sums,
 // and those tiles are left to the caller's general loop.
-template <typename C, int P, int NV, int FW, int S>
+template <typename C, typename V, int P, int NV, int FW, int S>
 BF_CONV_INLINE bool DwTaps(const ConvGeometry& g, const C* __restrict xrow, const C* wrow,
-                           int64_t ow0, typename VecOf<C>::type (&acc)[P][NV]) {
+                           int64_t ow0, V (&acc)[P][NV]) {
   const int64_t col0 = g.input_col(ow0, 0);
   if (col0 >= 0 && g.input_col(ow0 + P - 1, FW - 1) < g.in_w) {
-    DwTapsInRow<C, P, NV, FW, S, false>(g, xrow, wrow, col0, acc);
+    DwTapsInRow<C, V, P, NV, FW, S, false>(g, xrow, wrow, col0, acc);
     return true;
   }
   if constexpr (NV >= 2) {
-    DwTapsInRow<C, P, NV, FW, S, true>(g, xrow, wrow, col0, acc);
+    DwTapsInRow<C, V, P, NV, FW, S, true>(g, xrow, wrow, col0, acc);
     return true;
   }
   return false;
@@ -77,10 +77,10 @@ BF_CONV_INLINE bool DwTaps(const ConvGeometry& g, const C* __restrict xrow, cons
 // valid kw of xr[kh][iw(ow, kw), c] * w[kh, kw, c]. xr[kh] is the input row that filter row kh
 // reads (nullptr outside the input), so the caller decides where rows live (the input itself,
 // or channel-expanded rows in a per-thread ring, or out_backprop rows for the input gradient).
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, const C* __restrict w,
                                   C* __restrict yrow, const C* zeros, int64_t ow0, int64_t c0) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth, xs = g.in_depth;  // xs: the input's pixel stride
   Vec acc[P][NV];
@@ -95,32 +95,32 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
     const C* __restrict xrow = xr[kh] + c0;
     const C* wrow = w + kh * g.filter_w * ch + c0;
     if (unit_dilation && g.filter_w == 3 && g.stride_w == 1 &&
-        DwTaps<C, P, NV, 3, 1>(g, xrow, wrow, ow0, acc))
+        DwTaps<C, V, P, NV, 3, 1>(g, xrow, wrow, ow0, acc))
       continue;
     if constexpr (kWideTile) {
       if (unit_dilation && g.filter_w == 5 && g.stride_w == 1 &&
-          DwTaps<C, P, NV, 5, 1>(g, xrow, wrow, ow0, acc))
+          DwTaps<C, V, P, NV, 5, 1>(g, xrow, wrow, ow0, acc))
         continue;
       if (unit_dilation && g.filter_w == 3 && g.stride_w == 2 &&
-          DwTaps<C, P, NV, 3, 2>(g, xrow, wrow, ow0, acc))
+          DwTaps<C, V, P, NV, 3, 2>(g, xrow, wrow, ow0, acc))
         continue;
     }
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
       const int64_t off = g.pad_left - kw * g.dilation_w;
       Vec wv[NV];
-      for (int k = 0; k < NV; ++k) wv[k] = LoadVec(wrow + kw * ch + k * L);
+      for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(wrow + kw * ch + k * L);
       const int64_t iw0 = ow0 * g.stride_w - off;
       if (full_row && iw0 >= 0 && iw0 + (P - 1) * g.stride_w < g.in_w) {
         // The whole tile reads inside the input (the common case): no per-pixel select.
         const C* xp = xrow + iw0 * xs;
         for (int p = 0; p < P; ++p)
           for (int k = 0; k < NV; ++k)
-            acc[p][k] += LoadVec(xp + p * g.stride_w * xs + k * L) * wv[k];
+            acc[p][k] += LoadVec<V>(xp + p * g.stride_w * xs + k * L) * wv[k];
       } else {
         for (int p = 0; p < P; ++p) {
           const int64_t ow = ow0 + p, iw = ow * g.stride_w - off;
           const C* xp = (ow < g.out_w && iw >= 0 && iw < g.in_w) ? xrow + iw * xs : zeros;
-          for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec(xp + k * L) * wv[k];
+          for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec<V>(xp + k * L) * wv[k];
         }
       }
     }
@@ -132,15 +132,16 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
 // Forward of one output row (yrow) from the input rows xr[kh]: pixel tiles outside and channel
 // blocks inside (the tile's input pixels stay in L1 across blocks); channels after the last full
 // vector in plain loops.
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* const* xr, const C* __restrict w,
                                   C* __restrict yrow, const C* zeros) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t ch = g.out_depth, c_vec = ch - ch % L;
   for (int64_t ow0 = 0; ow0 < g.out_w && c_vec > 0; ow0 += P) {
     int64_t c0 = 0;
-    for (; c0 + NV * L <= ch; c0 += NV * L) DwForwardTile<C, P, NV>(g, xr, w, yrow, zeros, ow0, c0);
-    for (; c0 + L <= ch; c0 += L) DwForwardTile<C, P, 1>(g, xr, w, yrow, zeros, ow0, c0);
+    for (; c0 + NV * L <= ch; c0 += NV * L)
+      DwForwardTile<C, V, P, NV>(g, xr, w, yrow, zeros, ow0, c0);
+    for (; c0 + L <= ch; c0 += L) DwForwardTile<C, V, P, 1>(g, xr, w, yrow, zeros, ow0, c0);
   }
   if (c_vec == ch) return;
   for (int64_t ow = 0; ow < g.out_w; ++ow) {
@@ -174,13 +175,13 @@ BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, double)
 
 // Input gradient tile: dx[iw = r + sw*(t0 + p), c0 + c] for p < P, c < NV*L, = sum over the
 // reaching taps of dy[ow, c] * w[kh, kw, c].
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restrict w,
                                         const C* __restrict dy, C* __restrict dx, int64_t n,
                                         int64_t ih, const C* zeros, const PairList& rows,
                                         const PairList& cols, int64_t r, int64_t count, int64_t t0,
                                         int64_t c0) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth;
   Vec acc[P][NV];
@@ -190,17 +191,17 @@ BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restri
     for (const auto& [kw, ow_t0] : cols) {
       const int64_t ow_base = ow_t0 + t0;
       Vec wv[NV];
-      for (int k = 0; k < NV; ++k) wv[k] = LoadVec(w + (kh * g.filter_w + kw) * ch + c0 + k * L);
+      for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(w + (kh * g.filter_w + kw) * ch + c0 + k * L);
       if (t0 + P <= count && ow_base >= 0 && ow_base + P <= g.out_w) {
         // The whole tile is reached (the common case): no per-pixel select.
         const C* dyp = dyrow + ow_base * ch;
         for (int p = 0; p < P; ++p)
-          for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec(dyp + p * ch + k * L) * wv[k];
+          for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec<V>(dyp + p * ch + k * L) * wv[k];
       } else {
         for (int p = 0; p < P; ++p) {
           const int64_t ow = ow_base + p;
           const C* dyp = (t0 + p < count && ow >= 0 && ow < g.out_w) ? dyrow + ow * ch : zeros;
-          for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec(dyp + k * L) * wv[k];
+          for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec<V>(dyp + k * L) * wv[k];
         }
       }
     }
@@ -214,7 +215,7 @@ BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restri
 // Input gradient of one input row, by stride phase (iw = r + sw*t) so that a tap reaches a
 // whole tile or none of it; the reaching taps are resolved once per row and phase (integer
 // division per tile would cost more than the tile's arithmetic).
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwBackpropInputRowT(const ConvGeometry& g, const C* __restrict w,
                                         const C* __restrict dy, C* __restrict dx, int64_t n,
                                         int64_t ih, const C* zeros, IntPair* scratch) {
@@ -228,9 +229,9 @@ BF_CONV_INLINE void DwBackpropInputRowT(const ConvGeometry& g, const C* __restri
     for (int64_t t0 = 0; t0 < count; t0 += P) {
       int64_t c0 = 0;
       for (; c0 + NV * L <= ch; c0 += NV * L)
-        DwBackpropInputTile<C, P, NV>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0);
+        DwBackpropInputTile<C, V, P, NV>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0);
       for (; c0 + L <= ch; c0 += L)
-        DwBackpropInputTile<C, P, 1>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0);
+        DwBackpropInputTile<C, V, P, 1>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0);
     }
   }
   if (c_vec == ch) return;
@@ -252,11 +253,11 @@ BF_CONV_INLINE void DwBackpropInputRowT(const ConvGeometry& g, const C* __restri
 
 // Filter gradient of one tap and channel block over the columns [ow0, ow1) of one output row:
 // dwt[c0 + c] += sum over ow of x[iw(ow), c0 + c] * dy[ow, c0 + c]; P columns in flight.
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwBackpropFilterTile(const ConvGeometry& g, const C* __restrict xrow,
                                          const C* __restrict dyrow, C* __restrict dwt, int64_t off,
                                          int64_t ow0, int64_t ow1, int64_t c0) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth, xs = g.in_depth;  // xs: the input's pixel stride
   Vec acc[P][NV];
@@ -266,39 +267,38 @@ BF_CONV_INLINE void DwBackpropFilterTile(const ConvGeometry& g, const C* __restr
     for (int p = 0; p < P; ++p) {
       const C* xp = xrow + ((ow + p) * g.stride_w - off) * xs + c0;
       const C* dyp = dyrow + (ow + p) * ch + c0;
-      for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec(xp + k * L) * LoadVec(dyp + k * L);
+      for (int k = 0; k < NV; ++k) acc[p][k] += LoadVec<V>(xp + k * L) * LoadVec<V>(dyp + k * L);
     }
   }
   for (; ow < ow1; ++ow) {
     const C* xp = xrow + (ow * g.stride_w - off) * xs + c0;
     const C* dyp = dyrow + ow * ch + c0;
-    for (int k = 0; k < NV; ++k) acc[0][k] += LoadVec(xp + k * L) * LoadVec(dyp + k * L);
+    for (int k = 0; k < NV; ++k) acc[0][k] += LoadVec<V>(xp + k * L) * LoadVec<V>(dyp + k * L);
   }
   for (int k = 0; k < NV; ++k) {
     Vec s = acc[0][k];
     for (int p = 1; p < P; ++p) s += acc[p][k];
-    StoreVec(dwt + c0 + k * L, LoadVec(dwt + c0 + k * L) + s);
+    StoreVec(dwt + c0 + k * L, LoadVec<V>(dwt + c0 + k * L) + s);
   }
 }
 
 // One output column ow of the 3x3 filter gradient tile below, where some taps read outside the
 // input (the padding): those taps are skipped.
-template <typename C, int R, int NV>
+template <typename C, typename V, int R, int NV>
 BF_CONV_INLINE void DwBackpropFilter3x3EdgeColumn(const ConvGeometry& g, const C* const* xc,
-                                                  const C* __restrict dyp,
-                                                  typename VecOf<C>::type (&acc)[R][3][NV],
+                                                  const C* __restrict dyp, V (&acc)[R][3][NV],
                                                   int64_t ow) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t xs = g.in_depth, iw0 = ow * g.stride_w - g.pad_left;
   Vec dv[NV];
-  for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dyp + k * L);
+  for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyp + k * L);
 #pragma GCC unroll 3
   for (int kw = 0; kw < 3; ++kw) {
     if (iw0 + kw < 0 || iw0 + kw >= g.in_w) continue;
     for (int r = 0; r < R; ++r)
       for (int k = 0; k < NV; ++k)
-        acc[r][kw][k] += LoadVec(xc[r] + (iw0 + kw) * xs + k * L) * dv[k];
+        acc[r][kw][k] += LoadVec<V>(xc[r] + (iw0 + kw) * xs + k * L) * dv[k];
   }
 }
 
@@ -308,11 +308,11 @@ BF_CONV_INLINE void DwBackpropFilter3x3EdgeColumn(const ConvGeometry& g, const C
 // accumulators), so each dy vector is loaded once for 3R taps, not once per tap. The columns
 // [lo, hi), where every tap reads inside the input, take the unchecked loop; the few edge
 // columns check each tap's input column.
-template <typename C, int R, int NV>
+template <typename C, typename V, int R, int NV>
 BF_CONV_INLINE void DwBackpropFilter3x3Tile(const ConvGeometry& g, const C* const* xr,
                                             const C* __restrict dyrow, C* __restrict dw,
                                             int64_t kh0, int64_t lo, int64_t hi, int64_t c0) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth, xs = g.in_depth, sw = g.stride_w;
   Vec acc[R][3][NV];
@@ -323,35 +323,35 @@ BF_CONV_INLINE void DwBackpropFilter3x3Tile(const ConvGeometry& g, const C* cons
   for (int r = 0; r < R; ++r) xc[r] = xr[kh0 + r] + c0;
   const C* dyc = dyrow + c0;
   for (int64_t ow = 0; ow < lo; ++ow)
-    DwBackpropFilter3x3EdgeColumn<C, R, NV>(g, xc, dyc + ow * ch, acc, ow);
+    DwBackpropFilter3x3EdgeColumn<C, V, R, NV>(g, xc, dyc + ow * ch, acc, ow);
   if (lo < hi) {
     const C* xb[R];
     for (int r = 0; r < R; ++r) xb[r] = xc[r] + (lo * sw - g.pad_left) * xs;
     const C* dp = dyc + lo * ch;
     for (int64_t ow = lo; ow < hi; ++ow) {
       Vec dv[NV];
-      for (int k = 0; k < NV; ++k) dv[k] = LoadVec(dp + k * L);
+      for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dp + k * L);
       for (int r = 0; r < R; ++r)
         for (int kw = 0; kw < 3; ++kw)
-          for (int k = 0; k < NV; ++k) acc[r][kw][k] += LoadVec(xb[r] + kw * xs + k * L) * dv[k];
+          for (int k = 0; k < NV; ++k) acc[r][kw][k] += LoadVec<V>(xb[r] + kw * xs + k * L) * dv[k];
       dp += ch;
       for (int r = 0; r < R; ++r) xb[r] += sw * xs;
     }
   }
   for (int64_t ow = std::max(lo, hi); ow < g.out_w; ++ow)
-    DwBackpropFilter3x3EdgeColumn<C, R, NV>(g, xc, dyc + ow * ch, acc, ow);
+    DwBackpropFilter3x3EdgeColumn<C, V, R, NV>(g, xc, dyc + ow * ch, acc, ow);
   for (int r = 0; r < R; ++r)
     for (int kw = 0; kw < 3; ++kw)
       for (int k = 0; k < NV; ++k) {
         C* d = dw + ((kh0 + r) * 3 + kw) * ch + c0 + k * L;
-        StoreVec(d, LoadVec(d) + acc[r][kw][k]);
+        StoreVec(d, LoadVec<V>(d) + acc[r][kw][k]);
       }
 }
 
 // The 3x3 filter gradient tiles of one output row for the channel blocks of NV vectors from
 // *c0 on, advancing *c0: with all three input rows present and AVX-512's 32 registers (NV 2),
 // the nine taps' sums at once (18 accumulators); otherwise each present filter row on its own.
-template <typename C, int NV>
+template <typename C, typename V, int NV>
 BF_CONV_INLINE void DwBackpropFilter3x3Blocks(const ConvGeometry& g, const C* const* xr,
                                               const C* __restrict dyrow, C* __restrict dw,
                                               int64_t lo, int64_t hi, int64_t* c0) {
@@ -359,16 +359,16 @@ BF_CONV_INLINE void DwBackpropFilter3x3Blocks(const ConvGeometry& g, const C* co
   const bool all_rows = xr[0] && xr[1] && xr[2];
   for (; *c0 + NV * L <= g.out_depth; *c0 += NV * L) {
     if (NV >= 2 && all_rows) {
-      DwBackpropFilter3x3Tile<C, 3, NV>(g, xr, dyrow, dw, 0, lo, hi, *c0);
+      DwBackpropFilter3x3Tile<C, V, 3, NV>(g, xr, dyrow, dw, 0, lo, hi, *c0);
       continue;
     }
     for (int64_t kh = 0; kh < 3; ++kh)
-      if (xr[kh]) DwBackpropFilter3x3Tile<C, 1, NV>(g, xr, dyrow, dw, kh, lo, hi, *c0);
+      if (xr[kh]) DwBackpropFilter3x3Tile<C, V, 1, NV>(g, xr, dyrow, dw, kh, lo, hi, *c0);
   }
 }
 
 // The 3x3 filter gradient of one output row, for its vector channels: returns the channels done.
-template <typename C, int NV>
+template <typename C, typename V, int NV>
 BF_CONV_INLINE int64_t DwBackpropFilter3x3Row(const ConvGeometry& g, const C* const* xr,
                                               const C* __restrict dyrow, C* __restrict dw) {
   const int64_t sw = g.stride_w;
@@ -378,14 +378,14 @@ BF_CONV_INLINE int64_t DwBackpropFilter3x3Row(const ConvGeometry& g, const C* co
   const int64_t last = g.in_w - 3 + g.pad_left;  // the largest ow * sw
   const int64_t hi = last < 0 ? 0 : std::min<int64_t>(g.out_w, last / sw + 1);
   int64_t c0 = 0;
-  DwBackpropFilter3x3Blocks<C, NV>(g, xr, dyrow, dw, lo, hi, &c0);
-  if constexpr (NV > 1) DwBackpropFilter3x3Blocks<C, 1>(g, xr, dyrow, dw, lo, hi, &c0);
+  DwBackpropFilter3x3Blocks<C, V, NV>(g, xr, dyrow, dw, lo, hi, &c0);
+  if constexpr (NV > 1) DwBackpropFilter3x3Blocks<C, V, 1>(g, xr, dyrow, dw, lo, hi, &c0);
   return c0;
 }
 
 // Filter gradient of one output row (dyrow) into the private partial sum dw [fh, fw, ch]; xr[kh]
 // is the input row filter row kh reads (nullptr outside the input), as for the forward.
-template <typename C, int P, int NV>
+template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* const* xr,
                                          const C* __restrict dyrow, C* __restrict dw,
                                          const C* /*zeros*/) {
@@ -395,7 +395,7 @@ BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* const* 
   // channels left over tap by tap below.
   int64_t c_done = 0;
   if (g.filter_h == 3 && g.filter_w == 3 && g.dilation_w == 1)
-    c_done = DwBackpropFilter3x3Row<C, NV>(g, xr, dyrow, dw);
+    c_done = DwBackpropFilter3x3Row<C, V, NV>(g, xr, dyrow, dw);
   if (c_done == ch) return;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
     if (xr[kh] == nullptr) continue;
@@ -406,9 +406,9 @@ BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* const* 
       C* dwt = dw + (kh * g.filter_w + kw) * ch;
       int64_t c0 = c_done;
       for (; c0 + NV * L <= ch; c0 += NV * L)
-        DwBackpropFilterTile<C, P, NV>(g, xrow, dyrow, dwt, off, ow0, ow1, c0);
+        DwBackpropFilterTile<C, V, P, NV>(g, xrow, dyrow, dwt, off, ow0, ow1, c0);
       for (; c0 + L <= ch; c0 += L)
-        DwBackpropFilterTile<C, P, 1>(g, xrow, dyrow, dwt, off, ow0, ow1, c0);
+        DwBackpropFilterTile<C, V, P, 1>(g, xrow, dyrow, dwt, off, ow0, ow1, c0);
       for (int64_t ow = ow0; ow < ow1 && c0 < ch; ++ow) {
         const C* __restrict xp = xrow + (ow * g.stride_w - off) * g.in_depth;
         const C* __restrict dyp = dyrow + ow * ch;

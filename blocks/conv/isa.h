@@ -38,29 +38,86 @@ const char* IsaName(Isa isa);
 /// ActiveIsa() of at least kAvx2.
 void Transpose8x8Avx2(const float* src, int64_t src_stride, float* dst, int64_t dst_stride);
 
-/// 64-byte generic vectors: one zmm with AVX-512, two ymm with AVX2, four xmm otherwise.
-typedef float VecF __attribute__((vector_size(64)));
-typedef double VecD __attribute__((vector_size(64)));
-template <typename C>
-struct VecOf {
-  static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>, "compute types only");
-  using type = std::conditional_t<std::is_same_v<C, float>, VecF, VecD>;
-};
-
-// The helpers below pass 64-byte vectors by value; they are always inlined, so the ABI note
+// The helpers below pass vectors by value; they are always inlined, so the ABI note
 // GCC gives for that (-Wpsabi) does not apply.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
-/// Unaligned load and store of one 64-byte vector.
+/// A 64-byte vector of C held as `Parts` native vectors: two ymm (AVX2) or four xmm (the
+/// baseline). On those ISAs GCC has no register for a 64-byte generic vector: it keeps arrays
+/// of them (the kernels' register tiles) on the stack and moves them through general registers,
+/// which measured 5-10x slower; the native parts of a struct it keeps in registers.
+template <typename C, int Parts>
+struct SplitVec {
+  typedef C Part __attribute__((vector_size(64 / Parts)));
+  Part part[Parts];
+
+  BF_CONV_INLINE SplitVec& operator+=(const SplitVec& o) {
+    for (int i = 0; i < Parts; ++i) part[i] += o.part[i];
+    return *this;
+  }
+  friend BF_CONV_INLINE SplitVec operator+(SplitVec a, const SplitVec& b) { return a += b; }
+  friend BF_CONV_INLINE SplitVec operator*(SplitVec a, const SplitVec& b) {
+    for (int i = 0; i < Parts; ++i) a.part[i] *= b.part[i];
+    return a;
+  }
+  friend BF_CONV_INLINE SplitVec operator*(SplitVec a, C s) {
+    for (int i = 0; i < Parts; ++i) a.part[i] *= s;
+    return a;
+  }
+};
+
+/// The 64-byte vector of C that the kernels compiled for ISA `I` compute with: a generic vector
+/// (one zmm) with AVX-512, SplitVec otherwise. The kernels take it as their template parameter
+/// V, which the ISA table (BF_CONV_ISA_TABLE) picks for each variant.
 template <typename C>
-BF_CONV_INLINE typename VecOf<C>::type LoadVec(const C* p) {
-  typename VecOf<C>::type v;
-  __builtin_memcpy(&v, p, sizeof v);
+struct NativeVec;  // explicit per type: a dependent vector_size typedef loses its attribute when
+                   // passed on as a template argument
+template <>
+struct NativeVec<float> {
+  typedef float type __attribute__((vector_size(64)));
+};
+template <>
+struct NativeVec<double> {
+  typedef double type __attribute__((vector_size(64)));
+};
+template <typename C, Isa I>
+struct VecOf {
+  using type = SplitVec<C, I == Isa::kAvx2 ? 2 : 4>;
+};
+template <typename C>
+struct VecOf<C, Isa::kAvx512> {
+  using type = typename NativeVec<C>::type;
+};
+template <typename C, Isa I>
+using VecFor = typename VecOf<C, I>::type;
+static_assert(sizeof(VecFor<float, Isa::kAvx512>) == 64 &&
+              sizeof(VecFor<double, Isa::kAvx2>) == 64 && sizeof(VecFor<float, Isa::kBase>) == 64);
+
+template <typename V>
+inline constexpr bool kIsSplitVec = false;
+template <typename C, int Parts>
+inline constexpr bool kIsSplitVec<SplitVec<C, Parts>> = true;
+
+/// Unaligned load and store of one 64-byte vector V of C (part by part for a SplitVec).
+template <typename V, typename C>
+BF_CONV_INLINE V LoadVec(const C* p) {
+  V v;
+  if constexpr (kIsSplitVec<V>) {
+    constexpr int kParts = sizeof(V) / sizeof(v.part[0]), kStep = 64 / kParts / sizeof(C);
+    for (int i = 0; i < kParts; ++i) __builtin_memcpy(&v.part[i], p + i * kStep, sizeof v.part[i]);
+  } else {
+    __builtin_memcpy(&v, p, sizeof v);
+  }
   return v;
 }
-template <typename C>
-BF_CONV_INLINE void StoreVec(C* p, const typename VecOf<C>::type& v) {
-  __builtin_memcpy(p, &v, sizeof v);
+template <typename V, typename C>
+BF_CONV_INLINE void StoreVec(C* p, const V& v) {
+  if constexpr (kIsSplitVec<V>) {
+    constexpr int kParts = sizeof(V) / sizeof(v.part[0]), kStep = 64 / kParts / sizeof(C);
+    for (int i = 0; i < kParts; ++i) __builtin_memcpy(p + i * kStep, &v.part[i], sizeof v.part[i]);
+  } else {
+    __builtin_memcpy(p, &v, sizeof v);
+  }
 }
 /// Zeroes a register tile of P x NV vector sums.
 template <typename Vec, int P, int NV>
@@ -83,16 +140,20 @@ BF_CONV_INLINE void ZeroTile(Vec (&acc)[P][NV]) {
 
 // The macros below paste names and splice parameter lists, which parentheses would break.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define BF_CONV_ISA_VARIANT_(Suffix, IsaId, Target, P, NV, Name, Impl, C, Params, Args) \
-  Target void Name##Suffix Params { Impl<C, P, NV> Args; }
+#define BF_CONV_ISA_VARIANT_(Suffix, IsaId, Target, P, NV, Name, Impl, C, Params, Args)         \
+  Target void Name##Suffix Params {                                                             \
+    Impl<C, ::blockflow::conv::internal::VecFor<C, ::blockflow::conv::internal::Isa::IsaId>, P, \
+         NV>                                                                                    \
+        Args;                                                                                   \
+  }
 #define BF_CONV_ISA_CASE_(Suffix, IsaId, Target, P, NV, Name, ...) \
   case ::blockflow::conv::internal::Isa::IsaId:                    \
     return Name##Suffix;
 
 /// Defines one function per row of the ISA table, `Name##Suffix Params`, each calling
-/// `Impl<C, P, NV> Args` compiled for its ISA, and `FnType Name(C)`, which returns the one
-/// ActiveIsa() selects. `Params` and `Args` are parenthesised. Use it inside the kernel file's
-/// anonymous namespace.
+/// `Impl<C, V, P, NV> Args` (V: the ISA's VecFor<C, I>) compiled for its ISA, and `FnType Name(C)`,
+/// which returns the one ActiveIsa() selects. `Params` and `Args` are parenthesised. Use it inside
+/// the kernel file's anonymous namespace.
 #define BF_CONV_ISA_FNS(Name, Impl, C, FnType, Params, Args)           \
   BF_CONV_ISA_TABLE(BF_CONV_ISA_VARIANT_, Name, Impl, C, Params, Args) \
   FnType Name(C) {                                                     \

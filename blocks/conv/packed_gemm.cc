@@ -155,11 +155,11 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
 // the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds.
 // A is a packed micro-panel [kc][MR] (kPacked), or else MR rows of a row-major A `lda` apart
 // (rows past `rows` read the last row again; their sums are not stored).
-template <typename C, int MR, int NV, bool kPacked>
+template <typename C, typename V, int MR, int NV, bool kPacked>
 BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, int64_t lda,
                               const C* __restrict bp, C* __restrict c, int64_t ldc, int64_t rows,
                               int64_t cols, bool accumulate) {
-  using Vec = typename VecOf<C>::type;
+  using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C), NR = NV * L;
   Vec acc[MR][NV];
   for (int r = 0; r < MR; ++r)
@@ -167,7 +167,7 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, int64_t lda,
   if constexpr (kPacked) {
     for (int64_t k = 0; k < kc; ++k) {
       Vec b[NV];
-      for (int v = 0; v < NV; ++v) b[v] = LoadVec(bp + k * NR + v * L);
+      for (int v = 0; v < NV; ++v) b[v] = LoadVec<V>(bp + k * NR + v * L);
       for (int r = 0; r < MR; ++r) {
         const C s = ap[k * MR + r];
         for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
@@ -178,7 +178,7 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, int64_t lda,
     for (int r = 0; r < MR; ++r) arow[r] = ap + std::min<int64_t>(r, rows - 1) * lda;
     for (int64_t k = 0; k < kc; ++k) {
       Vec b[NV];
-      for (int v = 0; v < NV; ++v) b[v] = LoadVec(bp + k * NR + v * L);
+      for (int v = 0; v < NV; ++v) b[v] = LoadVec<V>(bp + k * NR + v * L);
       for (int r = 0; r < MR; ++r) {
         const C s = arow[r][k];
         for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
@@ -189,7 +189,7 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, int64_t lda,
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v) {
         C* p = c + r * ldc + v * L;
-        StoreVec(p, accumulate ? LoadVec(p) + acc[r][v] : acc[r][v]);
+        StoreVec(p, accumulate ? LoadVec<V>(p) + acc[r][v] : acc[r][v]);
       }
     return;
   }
@@ -201,7 +201,7 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, int64_t lda,
       c[r * ldc + j] = accumulate ? c[r * ldc + j] + tmp[r * NR + j] : tmp[r * NR + j];
 }
 
-template <typename C, int MR, int NV>
+template <typename C, typename V, int MR, int NV>
 BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,
                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,
                               const KernelContext& ctx, const ColumnSink* sink) {
@@ -228,11 +228,11 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
           for (int64_t jr = 0; jr < nc; jr += NR) {
             const int64_t cols = std::min(NR, nc - jr);
             if (direct) {
-              MicroTile<C, MR, NV, false>(kc, a.data + (ic + ir) * a.ld + pc, a.ld, bp + jr * kc,
-                                          crow + jr, ldc, rows, cols, pc > 0);
+              MicroTile<C, V, MR, NV, false>(kc, a.data + (ic + ir) * a.ld + pc, a.ld, bp + jr * kc,
+                                             crow + jr, ldc, rows, cols, pc > 0);
             } else {
-              MicroTile<C, MR, NV, true>(kc, ap + ir * kc, MR, bp + jr * kc, crow + jr, ldc, rows,
-                                         cols, pc > 0);
+              MicroTile<C, V, MR, NV, true>(kc, ap + ir * kc, MR, bp + jr * kc, crow + jr, ldc,
+                                            rows, cols, pc > 0);
             }
           }
         }
@@ -244,11 +244,12 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
 
 // One GemmRows per ISA and compute type, each compiled for its ISA.
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
-#define BF_GEMM_ROWS_VARIANT(Suffix, Target, Tile, C)                                        \
-  Target void GemmRows##Suffix(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,   \
-                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work, \
-                               const KernelContext& ctx, const ColumnSink* sink) {           \
-    GemmRowsT<C, Tile.mr, Tile.nv>(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);             \
+#define BF_GEMM_ROWS_VARIANT(Suffix, Target, Tile, C)                                           \
+  Target void GemmRows##Suffix(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,      \
+                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,    \
+                               const KernelContext& ctx, const ColumnSink* sink) {              \
+    GemmRowsT<C, VecFor<C, Isa::k##Suffix>, Tile.mr, Tile.nv>(a, b, m0, m1, n, k, c, ldc, work, \
+                                                              ctx, sink);                       \
   }
 // NOLINTEND(bugprone-macro-parentheses)
 BF_GEMM_ROWS_VARIANT(Avx512, BF_TARGET_AVX512, kTileAvx512, float)
