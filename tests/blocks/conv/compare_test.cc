@@ -136,6 +136,10 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // edge column.
       {"NHWC", "SAME", 3, 1, 32, 1, 16, 1, 1, 1, 1, 1},
       {"NHWC", "SAME", 4, 2, 32, 1, 16, 2, 1, 1, 1, 1},
+      // Rows of 13 and 14 pixels (and 13 and 14 columns per stride phase) on two or more
+      // vectors of channels: the dense 7-pixel tiles, a partial one on 13.
+      {"NHWC", "SAME", 5, 13, 40, 1, 40, 1, 1, 1, 1, 1},
+      {"NHWC", "SAME", 5, 28, 32, 1, 36, 1, 2, 2, 1, 1},
       // Channel counts (times the multiplier) whose pixels are a multiple of 4 KiB apart: the
       // depthwise kernels read the input through rows with a padded pixel stride.
       {"NHWC", "SAME", 4, 5, 1024, 1, 8, 1, 1, 1, 1, 1},
