@@ -137,7 +137,21 @@ BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* const* xr, con
                                   C* __restrict yrow, const C* zeros) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t ch = g.out_depth, c_vec = ch - ch % L;
+  // At stride 1 the last filter row reads the input row that the previous output row did not:
+  // on layers larger than the caches it comes from memory, so it is prefetched kAhead tiles
+  // ahead (10-20% on the 28- to 112-pixel layers of one pinned core; at stride 2, with two
+  // fresh rows and twice the columns per tile, the prefetches cost more than they saved).
+  constexpr int64_t kAhead = 2;
+  const int64_t px_bytes = g.in_depth * static_cast<int64_t>(sizeof(C));
+  const int64_t kh_fresh = g.stride_h == 1 ? g.filter_h - 1 : g.filter_h;
   for (int64_t ow0 = 0; ow0 < g.out_w && c_vec > 0; ow0 += P) {
+    const int64_t a = std::max<int64_t>(0, g.input_col(ow0 + kAhead * P, 0)) * px_bytes;
+    const int64_t b = std::min(g.in_w, g.input_col(ow0 + (kAhead + 1) * P, 0)) * px_bytes;
+    for (int64_t kh = kh_fresh; kh < g.filter_h; ++kh) {
+      const char* row = reinterpret_cast<const char*>(xr[kh]);
+      if (row == nullptr) continue;
+      for (int64_t off = a; off < b; off += 64) __builtin_prefetch(row + off);
+    }
     int64_t c0 = 0;
     for (; c0 + NV * L <= ch; c0 += NV * L)
       DwForwardTile<C, V, P, NV>(g, xr, w, yrow, zeros, ow0, c0);
