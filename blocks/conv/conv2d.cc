@@ -140,17 +140,6 @@ BF_CONV_INLINE void ForwardRest(const ConvGeometry& g, const C* __restrict x, co
   }
 }
 
-// With AVX-512's 32 registers (NV 2) the dense tiles can be 7 pixels wide (14 sums): fewer
-// loads per FMA than 4 x 2, and no empty columns in the rows of 7, 14, 28, 56 and 112 pixels of
-// the common networks (a 14-pixel row in tiles of 4 computes 16). True when 7-wide tiles cost
-// no more FMAs than P-wide ones over a row of `width` pixels.
-constexpr int kWideP = 7;
-template <int P, int NV>
-BF_CONV_INLINE bool WideTiles(int64_t width) {
-  if constexpr (NV < 2) return false;
-  return (width + kWideP - 1) / kWideP * kWideP <= (width + P - 1) / P * P;
-}
-
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* x, const C* w, C* y, int64_t n,
                                 int64_t oh, const C* zeros, IntPair* scratch) {
