@@ -3,7 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -201,14 +203,40 @@ BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, float)
 BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, double)
 // NOLINTEND(bugprone-macro-parentheses)
 
+// A strided input gradient writes 2-4 times the bytes it reads, with about two FMAs per value:
+// above kStreamBytes (past what the caches keep) its stores bypass the caches, so that a store
+// does not first read its line. AVX-512 only (V a 64-byte generic vector, `p` 64-byte aligned);
+// the caller ends its row with a store fence.
+constexpr int64_t kStreamBytes = int64_t{16} << 20;
+template <typename V, typename C>
+BF_CONV_INLINE void StreamVec(C* p, const V& v) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if constexpr (!kIsSplitVec<V>) {
+    V* dst = reinterpret_cast<V*>(p);
+    if constexpr (std::is_same_v<C, float>) {
+      asm("vmovntps %1, %0" : "=m"(*dst) : "v"(v));
+    } else {
+      asm("vmovntpd %1, %0" : "=m"(*dst) : "v"(v));
+    }
+    return;
+  }
+#endif
+  StoreVec(p, v);
+}
+BF_CONV_INLINE void StreamFence() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_ia32_sfence();
+#endif
+}
+
 // Input gradient tile: dx[iw = r + sw*(t0 + p), c0 + c] for p < P, c < NV*L, = sum over the
-// reaching taps of dy[ow, c] * w[kh, kw, c].
+// reaching taps of dy[ow, c] * w[kh, kw, c]; `stream`: stored with StreamVec.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restrict w,
                                         const C* __restrict dy, C* __restrict dx, int64_t n,
                                         int64_t ih, const C* zeros, const PairList& rows,
                                         const PairList& cols, int64_t r, int64_t count, int64_t t0,
-                                        int64_t c0) {
+                                        int64_t c0, bool stream) {
   using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth;
@@ -236,8 +264,14 @@ BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restri
   }
   C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ch + c0;
   for (int p = 0; p < P && t0 + p < count; ++p)
-    for (int k = 0; k < NV; ++k)
-      StoreVec(dxrow + (r + g.stride_w * (t0 + p)) * ch + k * L, acc[p][k]);
+    for (int k = 0; k < NV; ++k) {
+      C* d = dxrow + (r + g.stride_w * (t0 + p)) * ch + k * L;
+      if (stream) {
+        StreamVec(d, acc[p][k]);
+      } else {
+        StoreVec(d, acc[p][k]);
+      }
+    }
 }
 
 // Input gradient of one input row, by stride phase (iw = r + sw*t) so that a tap reaches a
@@ -249,6 +283,10 @@ BF_CONV_INLINE void DwBackpropInputRowT(const ConvGeometry& g, const C* __restri
                                         int64_t ih, const C* zeros, IntPair* scratch) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t ch = g.out_depth, c_vec = ch - ch % L;
+  const int64_t row_bytes = g.in_w * ch * static_cast<int64_t>(sizeof(C));
+  const bool stream = !kIsSplitVec<V> && row_bytes % 64 == 0 && ch % L == 0 &&
+                      reinterpret_cast<uintptr_t>(dx) % 64 == 0 &&
+                      g.batch * g.in_h * row_bytes > kStreamBytes;
   PairList rows(scratch), cols(scratch + g.filter_h);
   ReachingRows(g, ih, &rows);
   for (int64_t r = 0; r < g.stride_w && r < g.in_w && c_vec > 0; ++r) {
@@ -257,11 +295,14 @@ BF_CONV_INLINE void DwBackpropInputRowT(const ConvGeometry& g, const C* __restri
     for (int64_t t0 = 0; t0 < count; t0 += P) {
       int64_t c0 = 0;
       for (; c0 + NV * L <= ch; c0 += NV * L)
-        DwBackpropInputTile<C, V, P, NV>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0);
+        DwBackpropInputTile<C, V, P, NV>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0,
+                                         stream);
       for (; c0 + L <= ch; c0 += L)
-        DwBackpropInputTile<C, V, P, 1>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0);
+        DwBackpropInputTile<C, V, P, 1>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0,
+                                        stream);
     }
   }
+  if (stream) StreamFence();
   if (c_vec == ch) return;
   C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ch;
   for (int64_t iw = 0; iw < g.in_w; ++iw) {
