@@ -855,11 +855,11 @@ void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelCont
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region.
   const int64_t pairs = ScratchPairs(g);
-  std::vector<IntPair> scratch(static_cast<size_t>(nt * pairs));
+  PerThread<IntPair> scratch(nt, pairs);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
     const int64_t n0 = r / g.in_h * nb;
     block(g, wt.data(), args.dy, args.result, n0, std::min(g.batch, n0 + nb), r % g.in_h,
-          zeros.data(), scratch.data() + thread * pairs, chunk);
+          zeros.data(), scratch[thread], chunk);
   });
 }
 

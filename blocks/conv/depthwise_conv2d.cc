@@ -572,9 +572,9 @@ class ExpandedInputRows {
         x_(x),
         slots_(ExpandedRows<C>::Slots(g)),
         row_size_(ExpandedRows<C>::RowSize(g)),
-        ring_(static_cast<size_t>(nt * slots_ * row_size_)),
-        keys_(static_cast<size_t>(nt * slots_), -1),
-        rows_(static_cast<size_t>(nt * g.filter_h)) {
+        ring_(nt, slots_ * row_size_),
+        keys_(nt, slots_, -1),
+        rows_(nt, g.filter_h) {
     e_.in_depth = ExpandedRows<C>::Stride(g);
   }
 
@@ -585,9 +585,8 @@ class ExpandedInputRows {
   /// For output row r (batch n, row oh), on thread `thread`: the input row each filter row kh
   /// reads, expanded to C*M channels, or nullptr where it falls outside the input.
   const C* const* FilterRows(int thread, int64_t r) {
-    ExpandedRows<C> source(g_, x_, ring_.data() + thread * slots_ * row_size_,
-                           keys_.data() + thread * slots_);
-    const C** xr = rows_.data() + thread * g_.filter_h;
+    ExpandedRows<C> source(g_, x_, ring_[thread], keys_[thread]);
+    const C** xr = rows_[thread];
     const int64_t n = r / g_.out_h, oh = r % g_.out_h;
     for (int64_t kh = 0; kh < g_.filter_h; ++kh) {
       const int64_t ih = g_.input_row(oh, kh);
@@ -601,9 +600,9 @@ class ExpandedInputRows {
   ConvGeometry e_;
   const C* x_;
   int64_t slots_, row_size_;
-  WorkBuffer<C> ring_;
-  std::vector<int64_t> keys_;
-  std::vector<const C*> rows_;
+  PerThread<C> ring_;
+  PerThread<int64_t> keys_;
+  PerThread<const C*> rows_;
 };
 
 // The kernel set: one function per op, rows in parallel, polling the cancel flag before each
@@ -672,13 +671,13 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
   // Per-thread buffers, allocated here, outside the region: dy row pointers, and with M > 1 one
   // row of per-channel gradients before the sum over m.
   const int64_t tmp_size = mult == 1 ? 0 : g.in_w * ch;
-  WorkBuffer<C> tmp(static_cast<size_t>(nt * tmp_size));
-  std::vector<const C*> dr(static_cast<size_t>(nt * g.filter_h));
+  PerThread<C> tmp(nt, tmp_size);
+  PerThread<const C*> dr(nt, g.filter_h);
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
-    const C** drt = dr.data() + t * g.filter_h;
-    C* tmpt = tmp.data() + t * tmp_size;
+    const C** drt = dr[t];
+    C* tmpt = tmp[t];
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       if (ctx.cancelled()) continue;
@@ -721,9 +720,9 @@ void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelC
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region.
   const int64_t pairs = ScratchPairs(g);
-  std::vector<IntPair> scratch(static_cast<size_t>(nt * pairs));
+  PerThread<IntPair> scratch(nt, pairs);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
-    row(e, w, dy, dxe, r / g.in_h, r % g.in_h, zeros.data(), scratch.data() + thread * pairs);
+    row(e, w, dy, dxe, r / g.in_h, r % g.in_h, zeros.data(), scratch[thread]);
   });
   if (ctx.cancelled() || g.multiplier == 1) return;
   const int64_t row_size = g.in_w * g.in_depth, mult = g.multiplier;
