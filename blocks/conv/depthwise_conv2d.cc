@@ -409,8 +409,12 @@ BF_CONV_INLINE void DwBackpropFilter3x3Tile(const ConvGeometry& g, const C* cons
     // At stride 1, two columns at a time: they read four input columns, not six, for their 6R
     // taps (the input column ow + kw serves tap kw of ow and tap kw - 1 of ow + 1). Each sum
     // still adds column ow before ow + 1: the same bits as one column at a time. Rows of 7
-    // pixels (5 inner columns) measured 4% slower with pairs and keep single columns.
-    if (sw == 1 && hi - lo >= 8) {
+    // pixels (5 inner columns) measured 4% slower with pairs, and pixels 2 KiB apart (512
+    // float channels) 10%: the four columns of three rows then crowd two L1 sets. Those keep
+    // single columns.
+    const bool pairs =
+        sw == 1 && hi - lo >= 8 && (xs * static_cast<int64_t>(sizeof(C))) % 2048 != 0;
+    if (pairs) {
       for (; ow + 2 <= hi; ow += 2) {
         Vec d0[NV], d1[NV];
         for (int k = 0; k < NV; ++k) {
@@ -546,47 +550,36 @@ ConvGeometry Expanded(const ConvGeometry& g) {
 
 // The input rows that the row kernels read, in a per-thread ring of rows when they are not the
 // input's own rows: channel-expanded for a multiplier M > 1 (xe[c*M + m] = x[c]), and with a
-// padded pixel stride when C*M channels are a multiple of `period` bytes. Pixels 4 KiB apart all
-// fall in one set of the 8-way L1 cache, and a 3x3 tile reads ten of them at once (nine taps and
-// the gradient): one more cache line per pixel spreads them over ten sets (mnv1_dw13, 1024
-// channels: the filter gradient 2x faster). The filter gradient pads pixels 2 KiB apart too
-// (kGradPeriod; its tiles read four columns of three rows at once), the forward only 4 KiB
-// (kForwardPeriod: on 2 KiB pixels the copy cost it more than it saved).
-constexpr int64_t kForwardPeriod = 4096, kGradPeriod = 2048;
+// padded pixel stride when C*M channels are a multiple of 4 KiB. Pixels 4 KiB apart all fall in
+// one set of the 8-way L1 cache, and a 3x3 tile reads ten of them at once (nine taps and the
+// gradient): one more cache line per pixel spreads them over ten sets (mnv1_dw13, 1024
+// channels: the filter gradient 2x faster). Padding pixels 2 KiB apart as well made the filter
+// gradient of mnv1_dw8_14x512 7% faster on one thread but 20-40% slower on two, and the forward
+// 10% slower (the copy).
 template <typename C>
 class ExpandedRows {
  public:
   /// The pixel stride of the rows Row returns.
-  static int64_t Stride(const ConvGeometry& g, int64_t period) {
+  static int64_t Stride(const ConvGeometry& g) {
     const int64_t s = g.in_depth * g.multiplier;
     constexpr int64_t kLine = 64 / sizeof(C);
-    return (s * static_cast<int64_t>(sizeof(C))) % period == 0 ? s + kLine : s;
+    return (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 ? s + kLine : s;
   }
-  static bool Copies(const ConvGeometry& g, int64_t period) {
-    return Stride(g, period) != g.in_depth;
+  static bool Copies(const ConvGeometry& g) { return Stride(g) != g.in_depth; }
+  static int64_t Slots(const ConvGeometry& g) {
+    return Copies(g) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
   }
-  static int64_t Slots(const ConvGeometry& g, int64_t period) {
-    return Copies(g, period) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
-  }
-  static int64_t RowSize(const ConvGeometry& g, int64_t period) {
-    return g.in_w * Stride(g, period);
-  }
-  // ring: Slots * RowSize elements; keys: Slots entries set to -1.
-  ExpandedRows(const ConvGeometry& g, int64_t period, const C* x, C* ring, int64_t* keys)
-      : g_(g),
-        x_(x),
-        ring_(ring),
-        keys_(keys),
-        slots_(Slots(g, period)),
-        stride_(Stride(g, period)),
-        row_size_(RowSize(g, period)) {}
+  static int64_t RowSize(const ConvGeometry& g) { return g.in_w * Stride(g); }
+  // ring: Slots(g) * RowSize(g) elements; keys: Slots(g) entries set to -1.
+  ExpandedRows(const ConvGeometry& g, const C* x, C* ring, int64_t* keys)
+      : g_(g), x_(x), ring_(ring), keys_(keys), slots_(Slots(g)) {}
 
   const C* Row(int64_t n, int64_t ih) {
     const int64_t key = n * g_.in_h + ih, ch = g_.in_depth, mult = g_.multiplier;
     const C* src = x_ + key * g_.in_w * ch;
     if (slots_ == 0) return src;
-    const int64_t slot = key % slots_, stride = stride_;
-    C* __restrict dst = ring_ + slot * row_size_;
+    const int64_t slot = key % slots_, stride = Stride(g_);
+    C* __restrict dst = ring_ + slot * RowSize(g_);
     if (keys_[slot] == key) return dst;
     keys_[slot] = key;
     for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride) {
@@ -599,7 +592,7 @@ class ExpandedRows {
           for (int64_t m = 0; m < mult; ++m) dst[c * mult + m] = src[c];
       }
     }
-    return ring_ + slot * row_size_;
+    return ring_ + slot * RowSize(g_);
   }
 
  private:
@@ -607,7 +600,7 @@ class ExpandedRows {
   const C* x_;
   C* ring_;
   int64_t* keys_;
-  int64_t slots_, stride_, row_size_;
+  int64_t slots_;
 };
 
 // Per-thread ExpandedRows over the input, and the input rows that the filter rows of one output
@@ -615,17 +608,19 @@ class ExpandedRows {
 template <typename C>
 class ExpandedInputRows {
  public:
-  ExpandedInputRows(const ConvGeometry& g, int64_t period, const C* x, int nt)
+  ExpandedInputRows(const ConvGeometry& g, const C* x, int nt)
       : g_(g),
         e_(Expanded(g)),
         x_(x),
-        period_(period),
-        slots_(ExpandedRows<C>::Slots(g, period)),
-        row_size_(ExpandedRows<C>::RowSize(g, period)),
-        ring_(nt, slots_ * row_size_),
+        slots_(ExpandedRows<C>::Slots(g)),
+        row_size_(ExpandedRows<C>::RowSize(g)),
+        ring_(kSlotInputRows),
         keys_(nt, slots_, -1),
         rows_(nt, g.filter_h) {
-    e_.in_depth = ExpandedRows<C>::Stride(g, period);
+    e_.in_depth = ExpandedRows<C>::Stride(g);
+    // Kept between calls and not cleared (the keys say which rows a slot holds), instead of
+    // a fresh ring faulted in and zeroed by the calling thread alone on every call.
+    ring_->resize(static_cast<size_t>(nt * slots_ * row_size_));
   }
 
   /// The multiplier-1 problem that the rows belong to (Expanded), with their pixel stride as
@@ -635,7 +630,7 @@ class ExpandedInputRows {
   /// For output row r (batch n, row oh), on thread `thread`: the input row each filter row kh
   /// reads, expanded to C*M channels, or nullptr where it falls outside the input.
   const C* const* FilterRows(int thread, int64_t r) {
-    ExpandedRows<C> source(g_, period_, x_, ring_[thread], keys_[thread]);
+    ExpandedRows<C> source(g_, x_, ring_.data() + thread * slots_ * row_size_, keys_[thread]);
     const C** xr = rows_[thread];
     const int64_t n = r / g_.out_h, oh = r % g_.out_h;
     for (int64_t kh = 0; kh < g_.filter_h; ++kh) {
@@ -649,8 +644,8 @@ class ExpandedInputRows {
   const ConvGeometry& g_;
   ConvGeometry e_;
   const C* x_;
-  int64_t period_, slots_, row_size_;
-  PerThread<C> ring_;
+  int64_t slots_, row_size_;
+  Reused<C> ring_;
   PerThread<int64_t> keys_;
   PerThread<const C*> rows_;
 };
@@ -667,7 +662,7 @@ void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  ExpandedInputRows<C> xrows(g, kForwardPeriod, args.x, nt);
+  ExpandedInputRows<C> xrows(g, args.x, nt);
   const ConvGeometry& e = xrows.geometry();
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
@@ -790,7 +785,7 @@ void DepthwiseKernels<T>::BackpropFilter(const KernelArgs<T>& args, const Kernel
   const int64_t rows = g.batch * g.out_h;
   const int nt = ThreadsFor(ctx.num_threads, rows * g.out_w * fsize, 1 << 15);
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
-  ExpandedInputRows<C> xrows(g, kGradPeriod, args.x, nt);
+  ExpandedInputRows<C> xrows(g, args.x, nt);
   const ConvGeometry& e = xrows.geometry();
   T* dw = args.filter_grad->template data<T>();
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {

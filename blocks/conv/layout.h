@@ -54,7 +54,7 @@ using WorkBuffer = std::vector<C, AlignedAllocator<C>>;
 /// on construction and gives it back on destruction, freeing it instead when it holds more than
 /// kReusedKeepBytes (the bound on what stays allocated between calls). A nested use of a slot
 /// simply finds it empty.
-inline constexpr int kReusedSlots = 7;
+inline constexpr int kReusedSlots = 8;
 inline constexpr size_t kReusedKeepBytes = size_t{16} << 20;
 template <typename C>
 class Reused {
@@ -90,7 +90,8 @@ enum ReusedSlot : int {
   kSlotResult,
   kSlotPartialSums,
   kSlotPackedFilter,
-  kSlotGemmWork
+  kSlotGemmWork,
+  kSlotInputRows
 };
 
 /// Widens one stored element to the compute type (exact).

@@ -140,9 +140,9 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // vectors of channels: the dense 7-pixel tiles, a partial one on 13.
       {"NHWC", "SAME", 5, 13, 40, 1, 40, 1, 1, 1, 1, 1},
       {"NHWC", "SAME", 5, 28, 32, 1, 36, 1, 2, 2, 1, 1},
-      // Channel counts (times the multiplier) whose pixels are a multiple of 4 KiB (2 KiB for
-      // the filter gradient) apart: the depthwise kernels read the input through rows with a
-      // padded pixel stride.
+      // Channel counts (times the multiplier) whose pixels are a multiple of 4 KiB apart: the
+      // depthwise kernels read the input through rows with a padded pixel stride (float32 and
+      // float64 at 1024, float64 at 512).
       {"NHWC", "SAME", 4, 5, 1024, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "SAME", 5, 6, 512, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "VALID", 5, 6, 512, 1, 8, 2, 1, 2, 1, 1},
