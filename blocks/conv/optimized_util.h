@@ -122,19 +122,24 @@ void ParallelRows(int64_t rows, int nt, const KernelContext& ctx, const Row& row
   }
 }
 
+/// `count` elements of E rounded up to whole 64-byte cache lines: the stride of per-thread
+/// slices that share no line.
+template <typename E>
+constexpr int64_t WholeLines(int64_t count) {
+  static_assert(64 % sizeof(E) == 0, "an element must divide a cache line");
+  constexpr int64_t kLine = 64 / sizeof(E);
+  return (count + kLine - 1) / kLine * kLine;
+}
+
 /// One buffer of `nt` per-thread slices of `count` elements each, every slice on cache lines of
 /// its own: a row kernel's per-thread pointers and tap lists, rewritten every row, would
 /// otherwise share a line with the next thread's, which would then move between the cores row
 /// by row. Allocated outside the parallel regions, as kernels allocate nothing inside them.
 template <typename E>
 class PerThread {
-  static_assert(64 % sizeof(E) == 0, "a slice must fill whole cache lines");
-
  public:
   PerThread(int nt, int64_t count, E init = E{})
-      : stride_((count * static_cast<int64_t>(sizeof(E)) + 63) / 64 * 64 /
-                static_cast<int64_t>(sizeof(E))),
-        data_(static_cast<size_t>(nt * stride_), init) {}
+      : stride_(WholeLines<E>(count)), data_(static_cast<size_t>(nt * stride_), init) {}
   E* operator[](int thread) { return data_.data() + thread * stride_; }
 
  private:
@@ -207,8 +212,7 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
                       const Row& row) {
   // Each partial sum starts on a 64-byte boundary (a whole number of cache lines apart), so the
   // row kernels' vector read-modify-writes of it never straddle two lines.
-  constexpr int64_t kLine = 64 / sizeof(C);
-  const int64_t stride = (size + kLine - 1) / kLine * kLine;
+  const int64_t stride = WholeLines<C>(size);
   Reused<C> partial(kSlotPartialSums);
   // Each thread zeroes its own partial sum, in parallel (a 3x3 layer of 128 to 128 channels
   // has 590 KB per thread).

@@ -181,6 +181,21 @@ std::vector<Problem> GridProblems(bool depthwise) {
   return out;
 }
 
+// Runs `op` through the optimized kernels on `threads` threads at every ISA variant this CPU has
+// (baseline, AVX2, AVX-512: the widest last), checking each result against `ref`; `*last` is
+// the widest one's. A mismatch is a fatal failure.
+void CheckEveryIsa(const Tensor& ref, int op, const Resolved& r, const Tensor& x, const Tensor& w,
+                   const Tensor& dy, int threads, const std::string& what, Expected<Tensor>* last) {
+  for (internal::Isa isa : {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
+    internal::SetIsaForTesting(isa);
+    *last = RunOp(KernelKind::kOptimized, op, r, x, w, dy, threads);
+    ASSERT_TRUE(last->ok()) << what << ": " << last->status().message();
+    ASSERT_TRUE(TensorsClose(ref, **last,
+                             what + " threads " + std::to_string(threads) + " isa " +
+                                 internal::IsaName(internal::ActiveIsa())));
+  }
+}
+
 class CompareTest : public ::testing::TestWithParam<std::tuple<bool, DType>> {};
 
 TEST_P(CompareTest, OptimizedMatchesReference) {
@@ -200,18 +215,8 @@ TEST_P(CompareTest, OptimizedMatchesReference) {
       Expected<Tensor> ref = RunOp(KernelKind::kReference, op, *r, x, w, dy, 1);
       ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().message();
       for (int threads : {1, 2}) {
-        // Every ISA variant this CPU has (AVX-512, AVX2, baseline), the widest last.
         Expected<Tensor> opt = Status(Internal("not run"));
-        for (internal::Isa isa :
-             {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
-          internal::SetIsaForTesting(isa);
-          opt = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, threads);
-          ASSERT_TRUE(opt.ok()) << what << ": " << opt.status().message();
-          ASSERT_TRUE(TensorsClose(*ref, *opt,
-                                   what + " threads " + std::to_string(threads) + " isa " +
-                                       internal::IsaName(internal::ActiveIsa())));
-          if (::testing::Test::HasFatalFailure()) return;
-        }
+        CheckEveryIsa(*ref, op, *r, x, w, dy, threads, what, &opt);
         if (::testing::Test::HasFatalFailure()) return;
         // Deterministic: the same thread count gives the same bits.
         Expected<Tensor> again = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, threads);
@@ -335,15 +340,9 @@ TEST(StreamedStores, LargeStridedDepthwiseInputGradient) {
     Expected<Tensor> ref = RunOp(KernelKind::kReference, 1, *r, x, w, dy, 1);
     ASSERT_TRUE(ref.ok());
     for (int threads : {1, 2}) {
-      for (internal::Isa isa :
-           {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
-        internal::SetIsaForTesting(isa);
-        Expected<Tensor> opt = RunOp(KernelKind::kOptimized, 1, *r, x, w, dy, threads);
-        ASSERT_TRUE(opt.ok());
-        ASSERT_TRUE(TensorsClose(*ref, *opt,
-                                 p.ToString() + " threads " + std::to_string(threads) + " isa " +
-                                     internal::IsaName(internal::ActiveIsa())));
-      }
+      Expected<Tensor> opt = Status(Internal("not run"));
+      CheckEveryIsa(*ref, 1, *r, x, w, dy, threads, p.ToString(), &opt);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }
