@@ -178,6 +178,28 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
 // Forward of one output row (yrow) from the input rows xr[kh]: pixel tiles outside and channel
 // blocks inside (the tile's input pixels stay in L1 across blocks); channels after the last full
 // vector in plain loops.
+// The forward of one output row for the channels [c_begin, ch), in plain loops: the channels
+// after the last full vector.
+template <typename C>
+void DwForwardChannels(const ConvGeometry& g, const C* const* xr, const C* __restrict w,
+                       C* __restrict yrow, int64_t c_begin) {
+  const int64_t ch = g.out_depth;
+  for (int64_t ow = 0; ow < g.out_w && c_begin < ch; ++ow) {
+    C* __restrict yp = yrow + ow * ch;
+    for (int64_t c = c_begin; c < ch; ++c) yp[c] = C{0};
+    for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+      if (xr[kh] == nullptr) continue;
+      for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+        const int64_t iw = g.input_col(ow, kw);
+        if (iw < 0 || iw >= g.in_w) continue;
+        const C* __restrict xp = xr[kh] + iw * g.in_depth;
+        const C* __restrict wp = w + (kh * g.filter_w + kw) * ch;
+        for (int64_t c = c_begin; c < ch; ++c) yp[c] += xp[c] * wp[c];
+      }
+    }
+  }
+}
+
 // kStream: the vector stores bypass the caches (StreamVec) where the row allows them.
 template <typename C, typename V, int P, int NV, bool kStream>
 BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
@@ -221,21 +243,7 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
     for (; c0 + L <= ch; c0 += L) DwForwardTile<C, V, P, 1>(g, xr, w, yrow, zeros, ow0, c0, stream);
   }
   if (stream) StreamFence();
-  if (c_vec == ch) return;
-  for (int64_t ow = 0; ow < g.out_w; ++ow) {
-    C* __restrict yp = yrow + ow * ch;
-    for (int64_t c = c_vec; c < ch; ++c) yp[c] = C{0};
-    for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-      if (xr[kh] == nullptr) continue;
-      for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-        const int64_t iw = g.input_col(ow, kw);
-        if (iw < 0 || iw >= g.in_w) continue;
-        const C* __restrict xp = xr[kh] + iw * g.in_depth;
-        const C* __restrict wp = w + (kh * g.filter_w + kw) * ch;
-        for (int64_t c = c_vec; c < ch; ++c) yp[c] += xp[c] * wp[c];
-      }
-    }
-  }
+  DwForwardChannels(g, xr, w, yrow, c_vec);
 }
 
 template <typename C, typename V, int P, int NV>
@@ -246,7 +254,13 @@ BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* const* xr, con
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwForwardRowStreamT(const ConvGeometry& g, const C* const* xr,
                                         const C* __restrict w, C* __restrict yrow, const C* zeros) {
-  DwForwardRowImpl<C, V, P, NV, true>(g, xr, w, yrow, zeros);
+  if constexpr (kIsSplitVec<V>) {
+    // Streamed stores are AVX-512's (ForwardRowFor): the other ISAs' variants, never called,
+    // are the plain loops, correct and quick to compile.
+    DwForwardChannels(g, xr, w, yrow, 0);
+  } else {
+    DwForwardRowImpl<C, V, P, NV, true>(g, xr, w, yrow, zeros);
+  }
 }
 
 // Row functions that take the input rows as pointers (forward, filter gradient), one per ISA
@@ -687,11 +701,7 @@ BF_CONV_INLINE void DwSweepBlock(const ConvGeometry& g, const C* x, const C* dy,
     }
     if (in[0] && in[2]) {
       DwSweepRow<C, V, 3, 0, NV, kAhead>(g, xr, dyc, pf, acc);
-    } else if (in[1] && in[2]) {  // the first row, in SAME padding
-      DwSweepRow<C, V, 2, 1, NV, kAhead>(g, xr + 1, dyc, pf, acc);
-    } else if (in[0] && in[1]) {  // the last
-      DwSweepRow<C, V, 2, 0, NV, kAhead>(g, xr, dyc, pf, acc);
-    } else {
+    } else {  // edge rows: each present filter row on its own (two at once measured the same)
       if (in[0]) DwSweepRow<C, V, 1, 0, NV, kAhead>(g, xr, dyc, pf, acc);
       if (in[1]) DwSweepRow<C, V, 1, 1, NV, kAhead>(g, xr + 1, dyc, pf, acc);
       if (in[2]) DwSweepRow<C, V, 1, 2, NV, kAhead>(g, xr + 2, dyc, pf, acc);
@@ -728,6 +738,13 @@ void DwSweepTail(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0, in
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0,
                              int64_t oh1, int64_t c0, int64_t width, C* dw) {
+  if constexpr (kIsSplitVec<V>) {
+    // The sweep runs with AVX-512 only (UseSweep): the other ISAs' variants, never called, are
+    // the scalar loop, correct and quick to compile (the sweep's unrolled rows, compiled for
+    // every ISA, made this file's sanitizer build five times slower).
+    DwSweepTail(g, x, dy, oh0, oh1, c0, width, dw);
+    return;
+  }
   constexpr int64_t L = sizeof(V) / sizeof(C);
   // Items whose block of x and dy fits in a quarter of L2 (1 MB on the machines measured)
   // prefetch the next block as they run: a channel block of a 14x14x512 layer has two
@@ -892,8 +909,9 @@ class ExpandedInputRows {
 // 1.27-1.30 ms, mnv2_dw_56x144 3.19-3.25 -> 1.81-2.52, dw_mult2_56x64 2.15-2.18 -> 1.49-1.53.
 template <typename C>
 DwRowsFn<C> ForwardRowFor(int64_t elements) {
-  return elements * static_cast<int64_t>(sizeof(C)) > kStreamBytes ? DwForwardRowStream(C{})
-                                                                   : DwForwardRow(C{});
+  const bool stream =
+      ActiveIsa() == Isa::kAvx512 && elements * static_cast<int64_t>(sizeof(C)) > kStreamBytes;
+  return stream ? DwForwardRowStream(C{}) : DwForwardRow(C{});
 }
 
 // The kernel set: one function per op, rows in parallel, polling the cancel flag before each
