@@ -178,6 +178,101 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
 // Forward of one output row (yrow) from the input rows xr[kh]: pixel tiles outside and channel
 // blocks inside (the tile's input pixels stay in L1 across blocks); channels after the last full
 // vector in plain loops.
+// Stores one output vector, past the caches when `stream` (StreamVec).
+template <typename V, typename C>
+BF_CONV_INLINE void PutVec(C* p, const V& v, bool stream) {
+  if (stream) {
+    StreamVec(p, v);
+  } else {
+    StoreVec(p, v);
+  }
+}
+
+// One output pixel ow of the 3x3 forward sweep below where some taps fall outside the input.
+template <typename C, typename V, int NV>
+BF_CONV_INLINE void DwForwardSweepEdge(const ConvGeometry& g, const C* const* xr,
+                                       const V (&wv)[3][3][NV], C* __restrict yp, int64_t ow,
+                                       bool stream) {
+  constexpr int L = sizeof(V) / sizeof(C);
+  V acc[NV];
+  for (int k = 0; k < NV; ++k) acc[k] = V{};
+  for (int kw = 0; kw < 3; ++kw) {
+    const int64_t iw = ow - g.pad_left + kw;
+    if (iw < 0 || iw >= g.in_w) continue;
+    for (int r = 0; r < 3; ++r)
+      for (int k = 0; k < NV; ++k)
+        acc[k] += LoadVec<V>(xr[r] + iw * g.in_depth + k * L) * wv[r][kw][k];
+  }
+  for (int k = 0; k < NV; ++k) PutVec(yp + k * L, acc[k], stream);
+}
+
+// x[r] = the NV vectors at xr[r] + off, for the three rows r (not a lambda: a lambda is not
+// compiled for its caller's ISA).
+template <typename C, typename V, int NV>
+BF_CONV_INLINE void DwColumn3(const C* const* xr, int64_t off, V (&x)[3][NV]) {
+  constexpr int L = sizeof(V) / sizeof(C);
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < NV; ++k) x[r][k] = LoadVec<V>(xr[r] + off + k * L);
+}
+
+// The forward of a 3x3 filter (stride_w 1, dilation 1, all three input rows present) for one
+// channel block [c0, c0 + NV*L) over a whole output row, weights in registers (9 NV). Input
+// column iw is loaded once (3 NV loads) for the nine taps that read it: it starts the sum of
+// output column iw + pl (tap kw 0), adds to iw + pl - 1 (kw 1) and completes iw + pl - 2 (kw 2),
+// which is stored. Three sums move along the row (3 NV registers): 3 NV loads per 9 NV FMAs,
+// against 9 (P + 2) NV / (9 P NV) per P-pixel tile. xr and w at the block's first channel.
+template <typename C, typename V, int NV>
+BF_CONV_INLINE void DwForwardSweep(const ConvGeometry& g, const C* const* xr, const C* __restrict w,
+                                   C* __restrict yrow, int64_t olo, int64_t ohi, bool stream) {
+  constexpr int L = sizeof(V) / sizeof(C);
+  const int64_t ch = g.out_depth, xs = g.in_depth, pl = g.pad_left;
+  V wv[3][3][NV];
+  for (int r = 0; r < 3; ++r)
+    for (int kw = 0; kw < 3; ++kw)
+      for (int k = 0; k < NV; ++k) wv[r][kw][k] = LoadVec<V>(w + (r * 3 + kw) * ch + k * L);
+  for (int64_t ow = 0; ow < olo; ++ow)
+    DwForwardSweepEdge<C, V, NV>(g, xr, wv, yrow + ow * ch, ow, stream);
+  // Input columns [olo - pl, ohi - pl + 2): the first two start sums, the last two complete them.
+  V a[NV], b[NV], c[NV];  // the sums of output columns iw + pl, iw + pl - 1, iw + pl - 2
+
+  V x[3][NV];
+  int64_t iw = olo - pl;
+  DwColumn3(xr, iw * xs, x);
+  for (int k = 0; k < NV; ++k)
+    b[k] = x[0][k] * wv[0][0][k] + x[1][k] * wv[1][0][k] + x[2][k] * wv[2][0][k];
+  DwColumn3(xr, ++iw * xs, x);
+  for (int k = 0; k < NV; ++k) {
+    a[k] = x[0][k] * wv[0][0][k] + x[1][k] * wv[1][0][k] + x[2][k] * wv[2][0][k];
+    for (int r = 0; r < 3; ++r) b[k] += x[r][k] * wv[r][1][k];
+  }
+  // Now a: column iw + pl (= olo + 1), b: olo.
+  for (++iw; iw + pl < ohi; ++iw) {
+    DwColumn3(xr, iw * xs, x);
+    for (int k = 0; k < NV; ++k) {
+      c[k] = b[k];
+      b[k] = a[k];
+      a[k] = x[0][k] * wv[0][0][k] + x[1][k] * wv[1][0][k] + x[2][k] * wv[2][0][k];
+      for (int r = 0; r < 3; ++r) b[k] += x[r][k] * wv[r][1][k];
+      for (int r = 0; r < 3; ++r) c[k] += x[r][k] * wv[r][2][k];
+      PutVec(yrow + (iw + pl - 2) * ch + k * L, c[k], stream);
+    }
+  }
+  // iw + pl == ohi: complete ohi - 2 (b), add to ohi - 1 (a); then complete ohi - 1.
+  DwColumn3(xr, iw * xs, x);
+  for (int k = 0; k < NV; ++k) {
+    for (int r = 0; r < 3; ++r) b[k] += x[r][k] * wv[r][2][k];
+    for (int r = 0; r < 3; ++r) a[k] += x[r][k] * wv[r][1][k];
+    PutVec(yrow + (ohi - 2) * ch + k * L, b[k], stream);
+  }
+  DwColumn3(xr, ++iw * xs, x);
+  for (int k = 0; k < NV; ++k) {
+    for (int r = 0; r < 3; ++r) a[k] += x[r][k] * wv[r][2][k];
+    PutVec(yrow + (ohi - 1) * ch + k * L, a[k], stream);
+  }
+  for (int64_t ow = ohi; ow < g.out_w; ++ow)
+    DwForwardSweepEdge<C, V, NV>(g, xr, wv, yrow + ow * ch, ow, stream);
+}
+
 // The forward of one output row for the channels [c_begin, ch), in plain loops: the channels
 // after the last full vector.
 template <typename C>
@@ -220,7 +315,26 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
   // P otherwise (7-wide tiles measured 5-30% slower on the 28- to 112-pixel layers).
   const bool wide = g.out_w % P != 0 && WideTiles<P, NV>(g.out_w);
   const int64_t pt = wide ? kWideP : P;
-  for (int64_t ow0 = 0; ow0 < g.out_w && c_vec > 0; ow0 += pt) {
+  // 3x3 at stride_w 1 with all three rows present: the blocks of NV vectors as sweeps (AVX-512:
+  // 18 weights, 6 sums and 6 inputs in 32 registers), the interior columns [olo, ohi).
+  int64_t c_begin = 0;
+  if constexpr (NV >= 2) {
+    const int64_t olo = std::max<int64_t>(0, g.pad_left);
+    const int64_t ohi = std::min(g.out_w, g.in_w + g.pad_left - 2);
+    // Not where input or output pixels are a multiple of 2 KiB apart (512 or 1024 float
+    // channels): one block's pixels along a row then crowd a few L1 sets, and the sweep measured
+    // 1.2-1.4x slower than the tiles there.
+    const auto crowded = [](int64_t stride) { return stride * sizeof(C) % 2048 == 0; };
+    if (g.filter_h == 3 && g.filter_w == 3 && g.stride_w == 1 && g.dilation_w == 1 && xr[0] &&
+        xr[1] && xr[2] && ohi - olo >= 3 && !crowded(g.in_depth) && !crowded(ch)) {
+      const C* xb[3];
+      for (; c_begin + NV * L <= ch; c_begin += NV * L) {
+        for (int r = 0; r < 3; ++r) xb[r] = xr[r] + c_begin;
+        DwForwardSweep<C, V, NV>(g, xb, w + c_begin, yrow + c_begin, olo, ohi, stream);
+      }
+    }
+  }
+  for (int64_t ow0 = 0; ow0 < g.out_w && c_begin < c_vec; ow0 += pt) {
     const int64_t a = std::max<int64_t>(0, g.input_col(ow0 + kAhead * pt, 0)) * px_bytes;
     const int64_t b = std::min(g.in_w, g.input_col(ow0 + (kAhead + 1) * pt, 0)) * px_bytes;
     for (int64_t kh = kh_fresh; kh < g.filter_h; ++kh) {
@@ -228,7 +342,7 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
       if (row == nullptr) continue;
       for (int64_t off = a; off < b; off += 64) __builtin_prefetch(row + off);
     }
-    int64_t c0 = 0;
+    int64_t c0 = c_begin;
     if constexpr (NV >= 2) {
       if (wide) {
         for (; c0 + NV * L <= ch; c0 += NV * L)
