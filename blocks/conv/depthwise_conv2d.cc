@@ -234,7 +234,6 @@ BF_CONV_INLINE void DwForwardSweep(const ConvGeometry& g, const C* const* xr, co
     DwForwardSweepEdge<C, V, NV>(g, xr, wv, yrow + ow * ch, ow, stream);
   // Input columns [olo - pl, ohi - pl + 2): the first two start sums, the last two complete them.
   V a[NV], b[NV], c[NV];  // the sums of output columns iw + pl, iw + pl - 1, iw + pl - 2
-
   V x[3][NV];
   int64_t iw = olo - pl;
   DwColumn3(xr, iw * xs, x);
@@ -799,7 +798,7 @@ BF_CONV_INLINE void DwSweepBlock(const ConvGeometry& g, const C* x, const C* dy,
                                  int64_t oh1, int64_t c0, C* __restrict dw) {
   constexpr int L = sizeof(V) / sizeof(C);
   const int64_t ch = g.out_depth, row = g.in_w * g.in_depth;
-  const int64_t pf = NV * L;  // the next block's first channel, prefetched as this one runs
+  const int64_t pf = int64_t{NV} * L;  // the next block's first channel, prefetched as it runs
   SweepSums<V, NV> acc;
   for (int kh = 0; kh < 3; ++kh)
     for (int kw = 0; kw < 3; ++kw)
@@ -1182,7 +1181,7 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const KernelContext& ctx, 
   const int64_t nb = full + half + (tail > 0 ? 1 : 0);
   const int64_t unbanded = g.batch * nb;
   const int64_t bands =
-      nt > 1 ? std::clamp<int64_t>((8 * nt + unbanded - 1) / unbanded, 1, g.out_h) : 1;
+      nt > 1 ? std::clamp<int64_t>((int64_t{8} * nt + unbanded - 1) / unbanded, 1, g.out_h) : 1;
   const int64_t band_rows = (g.out_h + bands - 1) / bands;
   const DwSweepFn<C> sweep = DwSweep(C{});
   const int64_t image_dy = g.out_h * g.out_w * ch;
