@@ -111,6 +111,25 @@ BF_CONV_INLINE void StreamFence() {
 #endif
 }
 
+// Whether pixels `stride` elements of C apart are a multiple of 2 KiB apart (512 or 1024 float
+// channels): the same channels of every pixel along a row then map to at most two of the L1's
+// 64 sets (the set index repeats every 4 KiB), so a kernel walking one channel block along a
+// row crowds a few sets.
+template <typename C>
+constexpr bool CrowdsL1Sets(int64_t stride) {
+  return stride * static_cast<int64_t>(sizeof(C)) % 2048 == 0;
+}
+
+// Stores one output vector, past the caches when `stream` (StreamVec).
+template <typename V, typename C>
+BF_CONV_INLINE void PutVec(C* p, const V& v, bool stream) {
+  if (stream) {
+    StreamVec(p, v);
+  } else {
+    StoreVec(p, v);
+  }
+}
+
 // Forward tile: y[ow0 + p, c0 + c] for p < P, c < NV*L, = sum over kh with xr[kh] != nullptr and
 // valid kw of xr[kh][iw(ow, kw), c] * w[kh, kw, c]. xr[kh] is the input row that filter row kh
 // reads (nullptr outside the input), so the caller decides where rows live (the input itself,
@@ -165,27 +184,7 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
     }
   }
   for (int p = 0; p < P && ow0 + p < g.out_w; ++p)
-    for (int k = 0; k < NV; ++k) {
-      C* y = yrow + (ow0 + p) * ch + c0 + k * L;
-      if (stream) {
-        StreamVec(y, acc[p][k]);
-      } else {
-        StoreVec(y, acc[p][k]);
-      }
-    }
-}
-
-// Forward of one output row (yrow) from the input rows xr[kh]: pixel tiles outside and channel
-// blocks inside (the tile's input pixels stay in L1 across blocks); channels after the last full
-// vector in plain loops.
-// Stores one output vector, past the caches when `stream` (StreamVec).
-template <typename V, typename C>
-BF_CONV_INLINE void PutVec(C* p, const V& v, bool stream) {
-  if (stream) {
-    StreamVec(p, v);
-  } else {
-    StoreVec(p, v);
-  }
+    for (int k = 0; k < NV; ++k) PutVec(yrow + (ow0 + p) * ch + c0 + k * L, acc[p][k], stream);
 }
 
 // One output pixel ow of the 3x3 forward sweep below where some taps fall outside the input.
@@ -215,6 +214,18 @@ BF_CONV_INLINE void DwColumn3(const C* const* xr, int64_t off, V (&x)[3][NV]) {
     for (int k = 0; k < NV; ++k) x[r][k] = LoadVec<V>(xr[r] + off + k * L);
 }
 
+// One input column's three rows x times the weights of filter column kw (vector k): started
+// (ColumnTaps) or added to a sum (AddColumnTaps), row 0 first.
+template <typename V, int NV>
+BF_CONV_INLINE V ColumnTaps(const V (&x)[3][NV], const V (&wv)[3][3][NV], int kw, int k) {
+  return x[0][k] * wv[0][kw][k] + x[1][k] * wv[1][kw][k] + x[2][k] * wv[2][kw][k];
+}
+template <typename V, int NV>
+BF_CONV_INLINE void AddColumnTaps(V& sum, const V (&x)[3][NV], const V (&wv)[3][3][NV], int kw,
+                                  int k) {
+  for (int r = 0; r < 3; ++r) sum += x[r][k] * wv[r][kw][k];
+}
+
 // The forward of a 3x3 filter (stride_w 1, dilation 1, all three input rows present) for one
 // channel block [c0, c0 + NV*L) over a whole output row, weights in registers (9 NV). Input
 // column iw is loaded once (3 NV loads) for the nine taps that read it: it starts the sum of
@@ -237,12 +248,11 @@ BF_CONV_INLINE void DwForwardSweep(const ConvGeometry& g, const C* const* xr, co
   V x[3][NV];
   int64_t iw = olo - pl;
   DwColumn3(xr, iw * xs, x);
-  for (int k = 0; k < NV; ++k)
-    b[k] = x[0][k] * wv[0][0][k] + x[1][k] * wv[1][0][k] + x[2][k] * wv[2][0][k];
+  for (int k = 0; k < NV; ++k) b[k] = ColumnTaps(x, wv, 0, k);
   DwColumn3(xr, ++iw * xs, x);
   for (int k = 0; k < NV; ++k) {
-    a[k] = x[0][k] * wv[0][0][k] + x[1][k] * wv[1][0][k] + x[2][k] * wv[2][0][k];
-    for (int r = 0; r < 3; ++r) b[k] += x[r][k] * wv[r][1][k];
+    a[k] = ColumnTaps(x, wv, 0, k);
+    AddColumnTaps(b[k], x, wv, 1, k);
   }
   // Now a: column iw + pl (= olo + 1), b: olo.
   for (++iw; iw + pl < ohi; ++iw) {
@@ -250,22 +260,22 @@ BF_CONV_INLINE void DwForwardSweep(const ConvGeometry& g, const C* const* xr, co
     for (int k = 0; k < NV; ++k) {
       c[k] = b[k];
       b[k] = a[k];
-      a[k] = x[0][k] * wv[0][0][k] + x[1][k] * wv[1][0][k] + x[2][k] * wv[2][0][k];
-      for (int r = 0; r < 3; ++r) b[k] += x[r][k] * wv[r][1][k];
-      for (int r = 0; r < 3; ++r) c[k] += x[r][k] * wv[r][2][k];
+      a[k] = ColumnTaps(x, wv, 0, k);
+      AddColumnTaps(b[k], x, wv, 1, k);
+      AddColumnTaps(c[k], x, wv, 2, k);
       PutVec(yrow + (iw + pl - 2) * ch + k * L, c[k], stream);
     }
   }
   // iw + pl == ohi: complete ohi - 2 (b), add to ohi - 1 (a); then complete ohi - 1.
   DwColumn3(xr, iw * xs, x);
   for (int k = 0; k < NV; ++k) {
-    for (int r = 0; r < 3; ++r) b[k] += x[r][k] * wv[r][2][k];
-    for (int r = 0; r < 3; ++r) a[k] += x[r][k] * wv[r][1][k];
+    AddColumnTaps(b[k], x, wv, 2, k);
+    AddColumnTaps(a[k], x, wv, 1, k);
     PutVec(yrow + (ohi - 2) * ch + k * L, b[k], stream);
   }
   DwColumn3(xr, ++iw * xs, x);
   for (int k = 0; k < NV; ++k) {
-    for (int r = 0; r < 3; ++r) a[k] += x[r][k] * wv[r][2][k];
+    AddColumnTaps(a[k], x, wv, 2, k);
     PutVec(yrow + (ohi - 1) * ch + k * L, a[k], stream);
   }
   for (int64_t ow = ohi; ow < g.out_w; ++ow)
@@ -294,7 +304,10 @@ void DwForwardChannels(const ConvGeometry& g, const C* const* xr, const C* __res
   }
 }
 
-// kStream: the vector stores bypass the caches (StreamVec) where the row allows them.
+// Forward of one output row (yrow) from the input rows xr[kh]: pixel tiles outside and channel
+// blocks inside (the tile's input pixels stay in L1 across blocks), or 3x3 sweeps; channels
+// after the last full vector in plain loops. kStream: the vector stores bypass the caches
+// (StreamVec) where the row allows them.
 template <typename C, typename V, int P, int NV, bool kStream>
 BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
                                      const C* __restrict w, C* __restrict yrow, const C* zeros) {
@@ -323,9 +336,8 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
     // Not where input or output pixels are a multiple of 2 KiB apart (512 or 1024 float
     // channels): one block's pixels along a row then crowd a few L1 sets, and the sweep measured
     // 1.2-1.4x slower than the tiles there.
-    const auto crowded = [](int64_t stride) { return stride * sizeof(C) % 2048 == 0; };
     if (g.filter_h == 3 && g.filter_w == 3 && g.stride_w == 1 && g.dilation_w == 1 && xr[0] &&
-        xr[1] && xr[2] && ohi - olo >= 3 && !crowded(g.in_depth) && !crowded(ch)) {
+        xr[1] && xr[2] && ohi - olo >= 3 && !CrowdsL1Sets<C>(g.in_depth) && !CrowdsL1Sets<C>(ch)) {
       const C* xb[3];
       for (; c_begin + NV * L <= ch; c_begin += NV * L) {
         for (int r = 0; r < 3; ++r) xb[r] = xr[r] + c_begin;
@@ -426,14 +438,8 @@ BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restri
   }
   C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ch + c0;
   for (int p = 0; p < P && t0 + p < count; ++p)
-    for (int k = 0; k < NV; ++k) {
-      C* d = dxrow + (r + g.stride_w * (t0 + p)) * ch + k * L;
-      if (stream) {
-        StreamVec(d, acc[p][k]);
-      } else {
-        StoreVec(d, acc[p][k]);
-      }
-    }
+    for (int k = 0; k < NV; ++k)
+      PutVec(dxrow + (r + g.stride_w * (t0 + p)) * ch + k * L, acc[p][k], stream);
 }
 
 // Input gradient of one input row, by stride phase (iw = r + sw*t) so that a tap reaches a
@@ -566,9 +572,7 @@ BF_CONV_INLINE void DwBackpropFilter3x3Tile(const ConvGeometry& g, const C* cons
     // pixels (5 inner columns) measured 4% slower with pairs, and pixels 2 KiB apart (512
     // float channels) 10%: the four columns of three rows then crowd two L1 sets. Those keep
     // single columns.
-    const bool pairs =
-        sw == 1 && hi - lo >= 8 && (xs * static_cast<int64_t>(sizeof(C))) % 2048 != 0;
-    if (pairs) {
+    if (sw == 1 && hi - lo >= 8 && !CrowdsL1Sets<C>(xs)) {
       for (; ow + 2 <= hi; ow += 2) {
         Vec d0[NV], d1[NV];
         for (int k = 0; k < NV; ++k) {
@@ -646,6 +650,26 @@ BF_CONV_INLINE int64_t DwBackpropFilter3x3Row(const ConvGeometry& g, const C* co
   return c0;
 }
 
+// The filter gradient of one output row (dyrow, xr as below) for the channels [c0, c1), in plain
+// loops: the channels no vector covers.
+template <typename C>
+void DwBackpropFilterChannels(const ConvGeometry& g, const C* const* xr, const C* __restrict dyrow,
+                              C* __restrict dw, int64_t c0, int64_t c1) {
+  const int64_t ch = g.out_depth;
+  for (int64_t kh = 0; kh < g.filter_h && c0 < c1; ++kh) {
+    if (xr[kh] == nullptr) continue;
+    for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+      const auto [off, ow0, ow1] = g.columns_inside(kw);
+      C* dwt = dw + (kh * g.filter_w + kw) * ch;
+      for (int64_t ow = ow0; ow < ow1; ++ow) {
+        const C* __restrict xp = xr[kh] + (ow * g.stride_w - off) * g.in_depth;
+        const C* __restrict dyp = dyrow + ow * ch;
+        for (int64_t c = c0; c < c1; ++c) dwt[c] += xp[c] * dyp[c];
+      }
+    }
+  }
+}
+
 // Filter gradient of one output row (dyrow) into the private partial sum dw [fh, fw, ch]; xr[kh]
 // is the input row filter row kh reads (nullptr outside the input), as for the forward.
 template <typename C, typename V, int P, int NV>
@@ -672,13 +696,9 @@ BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* const* 
         DwBackpropFilterTile<C, V, P, NV>(g, xrow, dyrow, dwt, off, ow0, ow1, c0);
       for (; c0 + L <= ch; c0 += L)
         DwBackpropFilterTile<C, V, P, 1>(g, xrow, dyrow, dwt, off, ow0, ow1, c0);
-      for (int64_t ow = ow0; ow < ow1 && c0 < ch; ++ow) {
-        const C* __restrict xp = xrow + (ow * g.stride_w - off) * g.in_depth;
-        const C* __restrict dyp = dyrow + ow * ch;
-        for (int64_t c = c0; c < ch; ++c) dwt[c] += xp[c] * dyp[c];
-      }
     }
   }
+  DwBackpropFilterChannels(g, xr, dyrow, dw, c_done + (ch - c_done) / L * L, ch);
 }
 
 // The strided input gradient's hot loop measured 15-20% slower (mnv2_dw_112x96_s2) when an
@@ -832,19 +852,14 @@ BF_CONV_INLINE void DwSweepBlock(const ConvGeometry& g, const C* x, const C* dy,
 template <typename C>
 void DwSweepTail(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0, int64_t oh1,
                  int64_t c0, int64_t width, C* __restrict dw) {
-  const int64_t ch = g.out_depth, xs = g.in_depth;
-  for (int64_t oh = oh0; oh < oh1; ++oh)
-    g.ForRowsInside(oh, [&](int64_t kh, int64_t ih) {
-      for (int64_t kw = 0; kw < 3; ++kw) {
-        const auto [off, ow0, ow1] = g.columns_inside(kw);
-        C* dwt = dw + (kh * 3 + kw) * ch + c0;
-        for (int64_t ow = ow0; ow < ow1; ++ow) {
-          const C* xp = x + (ih * g.in_w + ow - off) * xs + c0;
-          const C* dyp = dy + (oh * g.out_w + ow) * ch + c0;
-          for (int64_t c = 0; c < width; ++c) dwt[c] += xp[c] * dyp[c];
-        }
-      }
-    });
+  for (int64_t oh = oh0; oh < oh1; ++oh) {
+    const C* xr[3];
+    for (int64_t kh = 0; kh < 3; ++kh) {
+      const int64_t ih = g.input_row(oh, kh);
+      xr[kh] = ih >= 0 && ih < g.in_h ? x + ih * g.in_w * g.in_depth : nullptr;
+    }
+    DwBackpropFilterChannels(g, xr, dy + oh * g.out_w * g.out_depth, dw, c0, c0 + width);
+  }
 }
 
 // One sweep item: the channel block [c0, c0 + width), width NV*L, L or less than L.
@@ -1204,8 +1219,8 @@ void DepthwiseKernels<T>::BackpropFilter(const KernelArgs<T>& args, const Kernel
   const int64_t fsize = g.filter_elements();
   const int64_t rows = g.batch * g.out_h;
   const int nt = ThreadsFor(ctx.num_threads, rows * g.out_w * fsize, 1 << 15);
-  T* dw = args.filter_grad->template data<T>();
   if (UseSweep(g)) return DwBackpropFilterSweep<T>(args, ctx, nt);
+  T* dw = args.filter_grad->template data<T>();
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
   ExpandedInputRows<C> xrows(g, args.x, nt);
   const ConvGeometry& e = xrows.geometry();

@@ -343,8 +343,8 @@ TEST(StreamedStores, LargeDepthwiseOutputs) {
     p.sh = p.sw = k.stride;
     Expected<Resolved> r = Resolve(p);
     ASSERT_TRUE(r.ok()) << p.ToString();
-    const int64_t out_h = (k.h + k.stride - 1) / k.stride, out_w = (k.w + k.stride - 1) / k.stride;
-    const int64_t written = k.op == 0 ? out_h * out_w * k.channels : k.h * k.w * k.channels;
+    const ConvGeometry& g = r->geometry;
+    const int64_t written = k.op == 0 ? g.out_h * g.out_w * k.channels : k.h * k.w * k.channels;
     ASSERT_GT(written * 4, int64_t{8} << 20) << p.ToString();
     const Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng);
     const Tensor w = RandomTensor(DType::kFloat32, p.FilterShape(), rng);
