@@ -415,6 +415,90 @@ BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __
     }
 }
 
+// One column of the filter gradient's run tile: acc[r][k] += xp[r] * dy[ow, k-th vector].
+template <typename C, typename V, int R, int NV>
+BF_CONV_INLINE void AddRunColumn(const C* __restrict xp, const C* __restrict dyp,
+                                 V (&acc)[R][NV]) {
+  constexpr int L = sizeof(V) / sizeof(C);
+  V dv[NV];
+  for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyp + k * L);
+  for (int r = 0; r < R; ++r) {
+    const C s = xp[r];
+    for (int k = 0; k < NV; ++k) acc[r][k] += dv[k] * s;
+  }
+}
+
+// AddRunColumn for a column whose run [qs, qs + R) reaches into the padding: the inputs
+// copied out first, zeros in the padding.
+template <typename C, typename V, int R, int NV>
+BF_CONV_INLINE void AddStagedColumn(const ConvGeometry& g, const C* xrow, const C* dyrow,
+                                    int64_t ow, int64_t qs, V (&acc)[R][NV]) {
+  const int64_t ci_all = g.in_depth;
+  C stage[R];
+  for (int r = 0; r < R; ++r) {
+    const int64_t kw = (qs + r) / ci_all, iw = g.input_col(ow, kw);
+    stage[r] = iw >= 0 && iw < g.in_w ? xrow[iw * ci_all + qs + r - kw * ci_all] : C{0};
+  }
+  AddRunColumn<C, V, R, NV>(stage, dyrow + ow * g.out_depth, acc);
+}
+
+// The filter gradient of one filter row for few input channels, without groups or dilation
+// (the stem's 3): for output column ow the inputs of the taps (kw, ci) are one run of
+// fw * cig values of x from input column iw(ow, 0), and their sums dw[kh, kw, ci, :] follow
+// each other too. The run goes R values at a time through a register tile of R x NV sums over
+// every column of the nb images' rows, dy loaded once per column for R taps (a tap at a time,
+// it served 3, and the loads outnumbered the fused multiply-adds). The last tile of a run
+// overlaps the one before and stores only its own taps. Columns whose R inputs reach into the
+// padding read them from `stage`, zeros there. xrow0, dyrow0 and dwk point at the first
+// image's input row, its dy row and dw[kh, 0, 0, co0].
+template <typename C, typename V, int NV>
+BF_CONV_INLINE void BackpropFilterRuns(const ConvGeometry& g, const C* __restrict xrow0,
+                                       const C* __restrict dyrow0, C* __restrict dwk,
+                                       int64_t nb) {
+  constexpr int R = kWideP, L = sizeof(V) / sizeof(C);
+  const int64_t ci_all = g.in_depth, co_all = g.out_depth, run = g.filter_w * ci_all;
+  const int64_t x_image = g.in_h * g.in_w * ci_all, dy_image = g.out_h * g.out_w * co_all;
+  for (int64_t q0 = 0; q0 < run; q0 += R) {
+    const int64_t qs = std::min<int64_t>(q0, run - R);
+    // The columns whose R inputs all lie inside the row: those of the tile's first tap for
+    // the left edge, of its last for the right.
+    const int64_t lo = std::min(g.out_w, g.columns_inside(qs / ci_all).begin);
+    const int64_t hi = std::max(lo, g.columns_inside((qs + R - 1) / ci_all).end);
+    V acc[R][NV];
+    ZeroTile(acc);
+    for (int64_t n = 0; n < nb; ++n) {
+      const C* xrow = xrow0 + n * x_image;
+      const C* dyrow = dyrow0 + n * dy_image;
+      for (int64_t ow = 0; ow < lo; ++ow) AddStagedColumn<C, V, R, NV>(g, xrow, dyrow, ow, qs, acc);
+      for (int64_t ow = lo; ow < hi; ++ow)
+        AddRunColumn<C, V, R, NV>(xrow + g.input_col(ow, 0) * ci_all + qs, dyrow + ow * co_all,
+                                  acc);
+      for (int64_t ow = hi; ow < g.out_w; ++ow)
+        AddStagedColumn<C, V, R, NV>(g, xrow, dyrow, ow, qs, acc);
+    }
+    for (int64_t r = q0 - qs; r < R; ++r)
+      for (int k = 0; k < NV; ++k) {
+        C* d = dwk + (qs + r) * co_all + k * L;
+        StoreVec(d, LoadVec<V>(d) + acc[r][k]);
+      }
+  }
+}
+
+// BackpropFilterRuns over the filter rows that output row oh reads inside the input, for the
+// output channels [j0, j0 + NV*L).
+template <typename C, typename V, int NV>
+BF_CONV_INLINE void BackpropFilterRunRows(const ConvGeometry& g, const C* x, const C* dy, C* dw,
+                                          int64_t n0, int64_t n1, int64_t oh, int64_t j0) {
+  const int64_t ci_all = g.in_depth, co_all = g.out_depth;
+  const C* dyrow0 = dy + (n0 * g.out_h + oh) * g.out_w * co_all + j0;
+  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+    const int64_t ih = g.input_row(oh, kh);
+    if (ih < 0 || ih >= g.in_h) continue;
+    BackpropFilterRuns<C, V, NV>(g, x + (n0 * g.in_h + ih) * g.in_w * ci_all, dyrow0,
+                                 dw + kh * g.filter_w * ci_all * co_all + j0, n1 - n0);
+  }
+}
+
 // Filter gradient of output row oh of the batch elements [n0, n1), output channels
 // [grp*cog + j0, + NV*L), into the private partial sum dw [fh, fw, cig, co]:
 // dw[kh, kw, ci, co] += sum over n in [n0, n1) and ow of x[n, ih, iw(ow, kw), grp*cig + ci] *
@@ -529,6 +613,22 @@ BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, cons
   // input-gradient tiles measured no better or worse with 8 pixels, so they keep P).
   constexpr int PF = NV >= 2 ? 8 : P;
   const int64_t cog = g.out_depth / g.groups;
+  // Few input channels (fewer than PF), no groups or dilation: whole filter rows as runs, with
+  // AVX-512's registers 7 taps by NV vectors of output channels at a time (the stem: 2 dy
+  // loads and 7 broadcasts per 14 fused multiply-adds; 7 x 4 needs 33 registers, and 6 x 4
+  // wastes a quarter of a 21-value run: both measured slower).
+  if constexpr (!kIsSplitVec<V>) {
+    if (g.groups == 1 && g.in_depth < PF && g.dilation_w == 1 &&
+        g.filter_w * g.in_depth >= kWideP) {
+      int64_t j = 0;
+      for (; j + NV * L <= cog; j += NV * L)
+        BackpropFilterRunRows<C, V, NV>(g, x, dy, dw, n0, n1, oh, j);
+      for (; j + L <= cog; j += L) BackpropFilterRunRows<C, V, 1>(g, x, dy, dw, n0, n1, oh, j);
+      if (j < cog)
+        for (int64_t n = n0; n < n1; ++n) BackpropFilterRest<C>(g, x, dy, dw, n, oh, 0, j);
+      return;
+    }
+  }
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     int64_t j = 0;
     for (; j + NV * L <= cog; j += NV * L)

@@ -146,6 +146,12 @@ std::vector<Problem> GridProblems(bool depthwise) {
       {"NHWC", "SAME", 4, 5, 1024, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "SAME", 5, 6, 512, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "VALID", 5, 6, 512, 1, 8, 2, 1, 2, 1, 1},
+      // Few input channels, whose filter gradient takes each filter row's fw x C taps as one
+      // run: the stem's 3 channels 7 x 7 at stride 2, 2 channels 5 x 5 (a run of 10, whose
+      // last tile of 7 overlaps the first), 7 channels 1 x 1 (a run of exactly 7).
+      {"NHWC", "SAME", 11, 15, 3, 1, 37, 1, 2, 2, 1, 1, 7},
+      {"NHWC", "EXPLICIT", 8, 10, 2, 1, 48, 1, 1, 2, 1, 1, 5},
+      {"NCHW", "VALID", 5, 9, 7, 1, 33, 1, 1, 1, 1, 1, 1},
   };
   for (const Big& b : bigs) {
     Problem p;
