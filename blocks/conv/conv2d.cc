@@ -393,7 +393,7 @@ BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __
       for (int u = 0; u < 2; ++u) {
         const C* xp = xrow + ((ow + u) * g.stride_w - off) * ci_all;
         Vec dv[NV];
-        for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyrow + (ow + u) * co_all + k * L);
+        for (int k = 0; k < NV; ++k) dv[k] = LoadVecReg<V>(dyrow + (ow + u) * co_all + k * L);
         for (int r = 0; r < R; ++r) {
           const C s = xp[r];
           for (int k = 0; k < NV; ++k) acc[u][r][k] += dv[k] * s;

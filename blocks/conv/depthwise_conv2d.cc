@@ -47,7 +47,11 @@ BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow,
   for (int j = 0; j < (P - 1) * S + FW; ++j) {
     if (kEdge && (col0 + j < 0 || col0 + j >= g.in_w)) continue;
     Vec xv[NV];
-    for (int k = 0; k < NV; ++k) xv[k] = LoadVec<V>(xrow + (col0 + j) * xs + k * L);
+    // At stride 1 a column feeds FW taps: loaded into a register once (LoadVecReg). At stride 2
+    // it feeds one or two, and the register form measured 10-25% slower on 112-pixel layers.
+    for (int k = 0; k < NV; ++k)
+      xv[k] = S == 1 ? LoadVecReg<V>(xrow + (col0 + j) * xs + k * L)
+                     : LoadVec<V>(xrow + (col0 + j) * xs + k * L);
 #pragma GCC unroll 8
     for (int kw = 0; kw < FW; ++kw) {
       const int p = (j - kw) / S;  // input column j feeds pixel p through tap kw
@@ -211,7 +215,7 @@ template <typename C, typename V, int NV>
 BF_CONV_INLINE void DwColumn3(const C* const* xr, int64_t off, V (&x)[3][NV]) {
   constexpr int L = sizeof(V) / sizeof(C);
   for (int r = 0; r < 3; ++r)
-    for (int k = 0; k < NV; ++k) x[r][k] = LoadVec<V>(xr[r] + off + k * L);
+    for (int k = 0; k < NV; ++k) x[r][k] = LoadVecReg<V>(xr[r] + off + k * L);
 }
 
 // One input column's three rows x times the weights of filter column kw (vector k): started
@@ -581,8 +585,8 @@ BF_CONV_INLINE void DwBackpropFilter3x3Tile(const ConvGeometry& g, const C* cons
         }
         for (int r = 0; r < R; ++r)
           for (int k = 0; k < NV; ++k) {
-            const Vec x0 = LoadVec<V>(xb[r] + k * L), x1 = LoadVec<V>(xb[r] + xs + k * L);
-            const Vec x2 = LoadVec<V>(xb[r] + 2 * xs + k * L);
+            const Vec x0 = LoadVec<V>(xb[r] + k * L), x1 = LoadVecReg<V>(xb[r] + xs + k * L);
+            const Vec x2 = LoadVecReg<V>(xb[r] + 2 * xs + k * L);
             const Vec x3 = LoadVec<V>(xb[r] + 3 * xs + k * L);
             acc[r][0][k] += x0 * d0[k];
             acc[r][0][k] += x1 * d1[k];
@@ -747,7 +751,10 @@ BF_CONV_INLINE void DwSweepStep(const C* const* xr, const C* __restrict dyp, int
   for (int k = 0; k < NV; ++k) d0[k] = LoadVec<V>(dyp + k * L);
   for (int r = 0; r < R; ++r)
     for (int k = 0; k < NV; ++k) {
-      const V x = LoadVec<V>(xr[r] + xoff + k * L);
+      // Blocks that fit L2 (kAhead) take the column into a register once for its three taps;
+      // on larger ones, waiting on memory, three folded loads measured 10% faster.
+      const V x =
+          kAhead ? LoadVecReg<V>(xr[r] + xoff + k * L) : LoadVec<V>(xr[r] + xoff + k * L);
       acc[KH0 + r][0][k] += x * d0[k];
       acc[KH0 + r][1][k] += x * d1[k];
       acc[KH0 + r][2][k] += x * d2[k];
@@ -763,14 +770,14 @@ BF_CONV_INLINE void DwSweepEdge(const ConvGeometry& g, const C* const* xr, const
   for (int k = 0; k < NV; ++k) Ahead<kAhead>(xr[R - 1] + iw * xs + k * L, pf);
   V x[R][NV];
   for (int r = 0; r < R; ++r)
-    for (int k = 0; k < NV; ++k) x[r][k] = LoadVec<V>(xr[r] + iw * xs + k * L);
+    for (int k = 0; k < NV; ++k) x[r][k] = LoadVecReg<V>(xr[r] + iw * xs + k * L);
 #pragma GCC unroll 3
   for (int kw = 0; kw < 3; ++kw) {
     const int64_t ow = iw + g.pad_left - kw;
     if (ow < 0 || ow >= g.out_w) continue;
     for (int k = 0; k < NV; ++k) {
       Ahead<kAhead>(dyc + ow * ch + k * L, pf);
-      const V d = LoadVec<V>(dyc + ow * ch + k * L);
+      const V d = LoadVecReg<V>(dyc + ow * ch + k * L);
       for (int r = 0; r < R; ++r) acc[KH0 + r][kw][k] += x[r][k] * d;
     }
   }

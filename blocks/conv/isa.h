@@ -110,6 +110,16 @@ BF_CONV_INLINE V LoadVec(const C* p) {
   }
   return v;
 }
+/// LoadVec into a register that the fused multiply-adds after it read: GCC otherwise folds a
+/// load that several of them share into each one as a memory operand, a load per FMA where the
+/// kernel meant one for all (and on Zen 4 a 64-byte load costs a cycle of the load ports). The
+/// empty asm claims to change the register, so the value must be there.
+template <typename V, typename C>
+BF_CONV_INLINE V LoadVecReg(const C* p) {
+  V v = LoadVec<V>(p);
+  if constexpr (!kIsSplitVec<V>) asm("" : "+v"(v));
+  return v;
+}
 template <typename V, typename C>
 BF_CONV_INLINE void StoreVec(C* p, const V& v) {
   if constexpr (kIsSplitVec<V>) {
