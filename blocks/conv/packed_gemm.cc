@@ -89,9 +89,26 @@ BF_CONV_INLINE void PackA(const MatrixView<C>& a, int64_t i0, int64_t mc, int64_
     }
     return;
   }
-  // Columns are contiguous along i: per k, runs over the block's rows, copied a micro-panel
-  // lane range at a time (whole panels of MR when the run allows).
   const int64_t valid = std::min(mc, rows - i0);
+  if (a.kind == MatrixView<C>::Kind::kDense) {
+    // Stored row k holds A[:, k]: per k, MR contiguous values into each micro-panel (a 1x1
+    // filter gradient's x, pixel by pixel).
+    for (int64_t k = 0; k < kc; ++k) {
+      const C* __restrict src = a.data + (k0 + k) * a.ld + i0;
+      int64_t p = 0;
+      for (; p + MR <= valid; p += MR) {
+        C* __restrict dst = ap + p / MR * kc * MR + k * MR;
+        for (int r = 0; r < MR; ++r) dst[r] = src[p + r];
+      }
+      for (; p < mc_pad; p += MR) {
+        C* __restrict dst = ap + p / MR * kc * MR + k * MR;
+        for (int r = 0; r < MR; ++r) dst[r] = p + r < valid ? src[p + r] : C{0};
+      }
+    }
+    return;
+  }
+  // Im2col columns are contiguous along i within a pixel: per k, runs over the block's rows,
+  // copied a micro-panel lane range at a time (whole panels of MR when the run allows).
   for (int64_t k = 0; k < kc; ++k) {
     for (int64_t r = 0; r < valid;) {
       int64_t len = 0;
