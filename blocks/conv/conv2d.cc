@@ -417,8 +417,7 @@ BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __
 
 // One column of the filter gradient's run tile: acc[r][k] += xp[r] * dy[ow, k-th vector].
 template <typename C, typename V, int R, int NV>
-BF_CONV_INLINE void AddRunColumn(const C* __restrict xp, const C* __restrict dyp,
-                                 V (&acc)[R][NV]) {
+BF_CONV_INLINE void AddRunColumn(const C* __restrict xp, const C* __restrict dyp, V (&acc)[R][NV]) {
   constexpr int L = sizeof(V) / sizeof(C);
   V dv[NV];
   for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyp + k * L);
@@ -453,8 +452,7 @@ BF_CONV_INLINE void AddStagedColumn(const ConvGeometry& g, const C* xrow, const 
 // image's input row, its dy row and dw[kh, 0, 0, co0].
 template <typename C, typename V, int NV>
 BF_CONV_INLINE void BackpropFilterRuns(const ConvGeometry& g, const C* __restrict xrow0,
-                                       const C* __restrict dyrow0, C* __restrict dwk,
-                                       int64_t nb) {
+                                       const C* __restrict dyrow0, C* __restrict dwk, int64_t nb) {
   constexpr int R = kWideP, L = sizeof(V) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, run = g.filter_w * ci_all;
   const int64_t x_image = g.in_h * g.in_w * ci_all, dy_image = g.out_h * g.out_w * co_all;

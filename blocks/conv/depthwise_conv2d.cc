@@ -753,8 +753,7 @@ BF_CONV_INLINE void DwSweepStep(const C* const* xr, const C* __restrict dyp, int
     for (int k = 0; k < NV; ++k) {
       // Blocks that fit L2 (kAhead) take the column into a register once for its three taps;
       // on larger ones, waiting on memory, three folded loads measured 10% faster.
-      const V x =
-          kAhead ? LoadVecReg<V>(xr[r] + xoff + k * L) : LoadVec<V>(xr[r] + xoff + k * L);
+      const V x = kAhead ? LoadVecReg<V>(xr[r] + xoff + k * L) : LoadVec<V>(xr[r] + xoff + k * L);
       acc[KH0 + r][0][k] += x * d0[k];
       acc[KH0 + r][1][k] += x * d1[k];
       acc[KH0 + r][2][k] += x * d2[k];
