@@ -117,7 +117,9 @@ BF_CONV_INLINE V LoadVec(const C* p) {
 template <typename V, typename C>
 BF_CONV_INLINE V LoadVecReg(const C* p) {
   V v = LoadVec<V>(p);
+#if defined(__x86_64__) && defined(__GNUC__)
   if constexpr (!kIsSplitVec<V>) asm("" : "+v"(v));
+#endif
   return v;
 }
 template <typename V, typename C>
