@@ -368,6 +368,19 @@ BF_CONV_INLINE void BackpropInputBlockT(const ConvGeometry& g, const C* w, const
   }
 }
 
+// One column of a few-channel filter-gradient tile: acc[r][k] += xp[r] * dy[ow, k-th vector],
+// R input values (channels, or taps of a run) against the column's NV dy vectors, loaded once.
+template <typename C, typename V, int R, int NV>
+BF_CONV_INLINE void AddRunColumn(const C* __restrict xp, const C* __restrict dyp, V (&acc)[R][NV]) {
+  constexpr int L = sizeof(V) / sizeof(C);
+  V dv[NV];
+  for (int k = 0; k < NV; ++k) dv[k] = LoadVecReg<V>(dyp + k * L);
+  for (int r = 0; r < R; ++r) {
+    const C s = xp[r];
+    for (int k = 0; k < NV; ++k) acc[r][k] += dv[k] * s;
+  }
+}
+
 // The filter gradient of R input channels (fewer than a tile's P) of one tap: dwt[ci, co] +=
 // sum over the batch elements and columns of x[.., ci] * dy[.., co]. Two columns at a time
 // into separate sums, so that 2R x NV independent chains of fused multiply-adds hide their
@@ -390,42 +403,19 @@ BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __
     const C* xrow = xrow0 + n * x_image;
     const C* dyrow = dyrow0 + n * dy_image;
     int64_t ow = ow0;
-    for (; ow + 2 <= ow1; ow += 2) {
-      for (int u = 0; u < 2; ++u) {
-        const C* xp = xrow + ((ow + u) * g.stride_w - off) * ci_all;
-        Vec dv[NV];
-        for (int k = 0; k < NV; ++k) dv[k] = LoadVecReg<V>(dyrow + (ow + u) * co_all + k * L);
-        for (int r = 0; r < R; ++r) {
-          const C s = xp[r];
-          for (int k = 0; k < NV; ++k) acc[u][r][k] += dv[k] * s;
-        }
-      }
-    }
-    if (ow < ow1) {
-      const C* xp = xrow + (ow * g.stride_w - off) * ci_all;
-      for (int r = 0; r < R; ++r) {
-        const C s = xp[r];
-        for (int k = 0; k < NV; ++k) acc[0][r][k] += LoadVec<V>(dyrow + ow * co_all + k * L) * s;
-      }
-    }
+    for (; ow + 2 <= ow1; ow += 2)
+      for (int u = 0; u < 2; ++u)
+        AddRunColumn<C, V, R, NV>(xrow + ((ow + u) * g.stride_w - off) * ci_all,
+                                  dyrow + (ow + u) * co_all, acc[u]);
+    if (ow < ow1)
+      AddRunColumn<C, V, R, NV>(xrow + (ow * g.stride_w - off) * ci_all, dyrow + ow * co_all,
+                                acc[0]);
   }
   for (int r = 0; r < R; ++r)
     for (int k = 0; k < NV; ++k) {
       C* d = dwt + r * co_all + k * L;
       StoreVec(d, LoadVec<V>(d) + (acc[0][r][k] + acc[1][r][k]));
     }
-}
-
-// One column of the filter gradient's run tile: acc[r][k] += xp[r] * dy[ow, k-th vector].
-template <typename C, typename V, int R, int NV>
-BF_CONV_INLINE void AddRunColumn(const C* __restrict xp, const C* __restrict dyp, V (&acc)[R][NV]) {
-  constexpr int L = sizeof(V) / sizeof(C);
-  V dv[NV];
-  for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyp + k * L);
-  for (int r = 0; r < R; ++r) {
-    const C s = xp[r];
-    for (int k = 0; k < NV; ++k) acc[r][k] += dv[k] * s;
-  }
 }
 
 // AddRunColumn for a column whose run [qs, qs + R) reaches into the padding: the inputs

@@ -49,9 +49,7 @@ BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow,
     Vec xv[NV];
     // At stride 1 a column feeds FW taps: loaded into a register once (LoadVecReg). At stride 2
     // it feeds one or two, and the register form measured 10-25% slower on 112-pixel layers.
-    for (int k = 0; k < NV; ++k)
-      xv[k] = S == 1 ? LoadVecReg<V>(xrow + (col0 + j) * xs + k * L)
-                     : LoadVec<V>(xrow + (col0 + j) * xs + k * L);
+    for (int k = 0; k < NV; ++k) xv[k] = LoadVecReg<V, S == 1>(xrow + (col0 + j) * xs + k * L);
 #pragma GCC unroll 8
     for (int kw = 0; kw < FW; ++kw) {
       const int p = (j - kw) / S;  // input column j feeds pixel p through tap kw
@@ -753,7 +751,7 @@ BF_CONV_INLINE void DwSweepStep(const C* const* xr, const C* __restrict dyp, int
     for (int k = 0; k < NV; ++k) {
       // Blocks that fit L2 (kAhead) take the column into a register once for its three taps;
       // on larger ones, waiting on memory, three folded loads measured 10% faster.
-      const V x = kAhead ? LoadVecReg<V>(xr[r] + xoff + k * L) : LoadVec<V>(xr[r] + xoff + k * L);
+      const V x = LoadVecReg<V, kAhead>(xr[r] + xoff + k * L);
       acc[KH0 + r][0][k] += x * d0[k];
       acc[KH0 + r][1][k] += x * d1[k];
       acc[KH0 + r][2][k] += x * d2[k];

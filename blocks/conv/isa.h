@@ -113,12 +113,13 @@ BF_CONV_INLINE V LoadVec(const C* p) {
 /// LoadVec into a register that the fused multiply-adds after it read: GCC otherwise folds a
 /// load that several of them share into each one as a memory operand, a load per FMA where the
 /// kernel meant one for all (and on Zen 4 a 64-byte load costs a cycle of the load ports). The
-/// empty asm claims to change the register, so the value must be there.
-template <typename V, typename C>
+/// empty asm claims to change the register, so the value must be there. kInRegister false is
+/// LoadVec, for kernels that measured faster with the folded loads in some of their forms.
+template <typename V, bool kInRegister = true, typename C>
 BF_CONV_INLINE V LoadVecReg(const C* p) {
   V v = LoadVec<V>(p);
 #if defined(__x86_64__) && defined(__GNUC__)
-  if constexpr (!kIsSplitVec<V>) asm("" : "+v"(v));
+  if constexpr (kInRegister && !kIsSplitVec<V>) asm("" : "+v"(v));
 #endif
   return v;
 }

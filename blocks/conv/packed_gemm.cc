@@ -152,36 +152,21 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
       }
       continue;
     }
-    if (b.kind == MatrixView<C>::Kind::kDense) {
-      // Columns of B are contiguous along k (the input gradient's filter, read along co):
-      // kJ columns side by side, so that each k writes kJ adjacent values of the panel, and a
-      // line of it is complete within two passes over the same kc lines (one column at a
-      // time, each of its kc stores touched another line of a panel larger than L1). 16
-      // columns at once read more streams than L1 has ways when the filter's rows are 4 KiB
-      // apart (1024 float channels), and measured slower on fc6; 2 and 4 gained less.
-      constexpr int64_t kJ = 8;
-      for (int64_t j0c = 0; j0c < NR; j0c += kJ) {
-        const C* src[kJ];
-        for (int64_t u = 0; u < kJ; ++u)
-          src[u] = j0c + u < valid ? b.data + (j0 + q + j0c + u) * b.ld + k0 : nullptr;
-        for (int64_t k = 0; k < kc; ++k) {
-          C* __restrict dst = panel + k * NR + j0c;
-          for (int64_t u = 0; u < kJ; ++u) dst[u] = src[u] == nullptr ? C{0} : src[u][k];
-        }
-      }
-      continue;
-    }
-    for (int64_t j = 0; j < NR; ++j) {  // columns of B are contiguous along k
-      if (j >= valid) {
-        for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = C{0};
-        continue;
-      }
-      for (int64_t k = 0; k < kc;) {
-        int64_t len = 0;
-        const C* src = Run(b, k0 + k, j0 + q + j, &len);
-        len = std::min(len, kc - k);
-        for (int64_t u = 0; u < len; ++u) panel[(k + u) * NR + j] = src == nullptr ? C{0} : src[u];
-        k += len;
+    // Columns of B are contiguous along k (the input gradient's filter, read along co; B is
+    // always a dense matrix, only A is ever an im2col view): kJ columns side by side, so that
+    // each k writes kJ adjacent values of the panel, and a line of it is complete within two
+    // passes over the same kc lines (one column at a time, each of its kc stores touched
+    // another line of a panel larger than L1). 16 columns at once read more streams than L1
+    // has ways when the filter's rows are 4 KiB apart (1024 float channels), and measured
+    // slower on fc6; 2 and 4 gained less.
+    constexpr int64_t kJ = 8;
+    for (int64_t j0c = 0; j0c < NR; j0c += kJ) {
+      const C* src[kJ];
+      for (int64_t u = 0; u < kJ; ++u)
+        src[u] = j0c + u < valid ? b.data + (j0 + q + j0c + u) * b.ld + k0 : nullptr;
+      for (int64_t k = 0; k < kc; ++k) {
+        C* __restrict dst = panel + k * NR + j0c;
+        for (int64_t u = 0; u < kJ; ++u) dst[u] = src[u] == nullptr ? C{0} : src[u][k];
       }
     }
   }

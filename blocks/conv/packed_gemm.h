@@ -75,7 +75,8 @@ struct ColumnSink {
 /// The columns of C a ColumnSink receives at a time (at most).
 int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size);
 
-/// C[i, :] = A[i, :] * B for the rows i in [m0, m1) of the m x k A and the k x n B, written at
+/// C[i, :] = A[i, :] * B for the rows i in [m0, m1) of the m x k A and the k x n B (B a kDense
+/// view: only A may be an im2col matrix), written at
 /// c + (i - m0) * ldc + j, with `work` a workspace of GemmWorkspaceElements. With a `sink`, C is
 /// computed one block of GemmColumnBlock columns [j0, j1) at a time into the same buffer (column
 /// j at c + (i - m0) * ldc + j - j0, so ldc >= GemmColumnBlock suffices), and the sink takes
