@@ -52,43 +52,46 @@ BF_CONV_INLINE const C* Run(const MatrixView<C>& v, int64_t i, int64_t j, int64_
   *len = g.in_depth - ci;
   const int64_t ih = g.input_row(oh, kh), iw = g.input_col(ow, kw);
   if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w) return nullptr;
+  // Without dilation the next taps of the filter row read the next input columns: the run
+  // goes on while they are inside the row.
+  if (g.dilation_w == 1) *len = std::min(g.filter_w - kw, g.in_w - iw) * g.in_depth - ci;
   return v.data + ((n * g.in_h + ih) * g.in_w + iw) * g.in_depth + ci;
 }
 
-// Packs rows [i0, i0 + mc) and columns [k0, k0 + kc) of A into micro-panels of MR rows, each
-// [kc][MR]; rows past `rows` (the end of A) are zeros.
+// Packs rows [i, i + count) (count <= MR) and columns [k0, k0 + kc) of a row-major A (rows
+// contiguous along k) into one micro-panel [kc][MR], the rows past `count` as zeros. The MR rows
+// have runs of the same length at the same k (the im2col tap boundaries are common to all
+// rows): they are interleaved kChunk values at a time, so that the panel is written
+// contiguously. Runs in the padding read zeros.
 template <typename C, int MR>
-BF_CONV_INLINE void PackA(const MatrixView<C>& a, int64_t i0, int64_t mc, int64_t rows, int64_t k0,
-                          int64_t kc, C* __restrict ap) {
-  const int64_t mc_pad = (mc + MR - 1) / MR * MR;
-  if (!a.transposed) {
-    // Rows are contiguous along k, and the MR rows of a micro-panel have runs of the same
-    // length at the same k (the im2col tap boundaries are common to all rows): interleave them
-    // kChunk values at a time, so that the panel is written contiguously. Rows past the end of
-    // A, and runs in the padding, read zeros.
-    constexpr int64_t kChunk = 64;
-    static constexpr C kZeros[kChunk] = {};
-    for (int64_t p = 0; p < mc_pad; p += MR) {
-      C* panel = ap + p / MR * kc * MR;
-      for (int64_t k = 0; k < kc;) {
-        const C* src[MR];
-        int64_t len = std::min(kChunk, kc - k);
-        for (int r = 0; r < MR; ++r) {
-          src[r] = nullptr;
-          if (p + r < mc && i0 + p + r < rows) {
-            int64_t run = 0;
-            src[r] = Run(a, i0 + p + r, k0 + k, &run);
-            len = std::min(len, run);
-          }
-          if (src[r] == nullptr) src[r] = kZeros;
-        }
-        for (int64_t u = 0; u < len; ++u)
-          for (int r = 0; r < MR; ++r) panel[(k + u) * MR + r] = src[r][u];
-        k += len;
+BF_CONV_INLINE void PackRowPanel(const MatrixView<C>& a, int64_t i, int64_t count, int64_t k0,
+                                 int64_t kc, C* __restrict panel) {
+  constexpr int64_t kChunk = 64;
+  static constexpr C kZeros[kChunk] = {};
+  for (int64_t k = 0; k < kc;) {
+    const C* src[MR];
+    int64_t len = std::min(kChunk, kc - k);
+    for (int r = 0; r < MR; ++r) {
+      src[r] = nullptr;
+      if (r < count) {
+        int64_t run = 0;
+        src[r] = Run(a, i + r, k0 + k, &run);
+        len = std::min(len, run);
       }
+      if (src[r] == nullptr) src[r] = kZeros;
     }
-    return;
+    for (int64_t u = 0; u < len; ++u)
+      for (int r = 0; r < MR; ++r) panel[(k + u) * MR + r] = src[r][u];
+    k += len;
   }
+}
+
+// Packs rows [i0, i0 + mc) and columns [k0, k0 + kc) of a transposed A into micro-panels of MR
+// rows, each [kc][MR]; rows past `rows` (the end of A) are zeros.
+template <typename C, int MR>
+BF_CONV_INLINE void PackTransposedA(const MatrixView<C>& a, int64_t i0, int64_t mc, int64_t rows,
+                                    int64_t k0, int64_t kc, C* __restrict ap) {
+  const int64_t mc_pad = (mc + MR - 1) / MR * MR;
   const int64_t valid = std::min(mc, rows - i0);
   if (a.kind == MatrixView<C>::Kind::kDense) {
     // Stored row k holds A[:, k]: per k, MR contiguous values into each micro-panel (a 1x1
@@ -135,23 +138,28 @@ BF_CONV_INLINE void PackA(const MatrixView<C>& a, int64_t i0, int64_t mc, int64_
 template <typename C, int NR>
 BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
                           int64_t cols, C* __restrict bp) {
+  if (!b.transposed) {
+    // Rows of B are contiguous along its columns: row by row, each one read as one contiguous
+    // stream and written into row k of every panel. (Panel by panel, the block's kc rows, 4 KiB
+    // apart for 1024 float columns, were read 256 bytes at a time, each from another page.)
+    for (int64_t k = 0; k < kc; ++k) {
+      const C* __restrict src = b.data + (k0 + k) * b.ld + j0;
+      for (int64_t q = 0; q < nc; q += NR) {
+        C* __restrict dst = bp + q * kc + k * NR;
+        const int64_t valid = std::clamp<int64_t>(cols - (j0 + q), 0, NR);
+        if (valid == NR) {
+          for (int64_t j = 0; j < NR; ++j) dst[j] = src[q + j];
+        } else {
+          for (int64_t j = 0; j < valid; ++j) dst[j] = src[q + j];
+          for (int64_t j = valid; j < NR; ++j) dst[j] = C{0};
+        }
+      }
+    }
+    return;
+  }
   for (int64_t q = 0; q < nc; q += NR) {
     C* panel = bp + q * kc;
     const int64_t valid = std::clamp<int64_t>(cols - (j0 + q), 0, NR);
-    if (!b.transposed) {  // rows of B are contiguous along its columns
-      for (int64_t k = 0; k < kc; ++k) {
-        C* dst = panel + k * NR;
-        for (int64_t j = 0; j < valid;) {
-          int64_t len = 0;
-          const C* src = Run(b, k0 + k, j0 + q + j, &len);
-          len = std::min(len, valid - j);
-          for (int64_t u = 0; u < len; ++u) dst[j + u] = src == nullptr ? C{0} : src[u];
-          j += len;
-        }
-        for (int64_t j = valid; j < NR; ++j) dst[j] = C{0};
-      }
-      continue;
-    }
     // Columns of B are contiguous along k (the input gradient's filter, read along co; B is
     // always a dense matrix, only A is ever an im2col view): kJ columns side by side, so that
     // each k writes kJ adjacent values of the panel, and a line of it is complete within two
@@ -172,12 +180,13 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
   }
 }
 
-// One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k ap[k][r] * bp[k][j], only
+// One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k a[r][k] * bp[k][j], only
 // the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds.
-// A is a packed micro-panel [kc][MR] (kPacked), or else MR rows of a row-major A `lda` apart
-// (rows past `rows` read the last row again; their sums are not stored).
+// A is a packed micro-panel [kc][MR] at `ap` (kPacked), or else MR rows of A read in place, each
+// kc contiguous values at arow[r] (rows past `rows` repeat a valid row; their sums are not
+// stored).
 template <typename C, typename V, int MR, int NV, bool kPacked>
-BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, int64_t lda,
+BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const* arows,
                               const C* __restrict bp, C* __restrict c, int64_t ldc, int64_t rows,
                               int64_t cols, bool accumulate) {
   using Vec = V;
@@ -196,7 +205,7 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, int64_t lda,
     }
   } else {
     const C* arow[MR];
-    for (int r = 0; r < MR; ++r) arow[r] = ap + std::min<int64_t>(r, rows - 1) * lda;
+    for (int r = 0; r < MR; ++r) arow[r] = arows[r];
     for (int64_t k = 0; k < kc; ++k) {
       Vec b[NV];
       for (int v = 0; v < NV; ++v) b[v] = LoadVec<V>(bp + k * NR + v * L);
@@ -230,9 +239,13 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
   constexpr int64_t Nc = NcFor(NR, sizeof(C));
   C* ap = work;
   C* bp = work + Mc * kKc;
-  // A plain row-major A is read in place: its rows are already contiguous along k, and packing
-  // would cost one store per element for every block of Nc columns.
-  const bool direct = a.kind == MatrixView<C>::Kind::kDense && !a.transposed;
+  // A row-major A (a plain matrix, or im2col rows along the taps) is read in place where each
+  // of a micro-panel's MR rows holds the block's kc values contiguously (inside the input):
+  // packing would cost one store per element for every block of Nc columns. Other micro-panels
+  // (rows reaching into the padding or across a tap boundary) are packed. A transposed A is
+  // always packed.
+  const C* rowp[kMcPanels][MR];
+  bool in_place[kMcPanels];
   for (int64_t jc = 0; jc < n; jc += Nc) {
     const int64_t nc = std::min(Nc, n - jc);
     C* cblock = sink == nullptr ? c + jc : c;
@@ -242,17 +255,30 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
       PackB<C, NR>(b, pc, kc, jc, nc, n, bp);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
         const int64_t mc = std::min(Mc, m1 - ic);
-        if (!direct) PackA<C, MR>(a, ic, mc, m1, pc, kc, ap);
+        if (a.transposed) {
+          PackTransposedA<C, MR>(a, ic, mc, m1, pc, kc, ap);
+        } else {
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int64_t rows = std::min<int64_t>(MR, mc - ir), q = ir / MR;
+            in_place[q] = true;
+            for (int r = 0; r < MR; ++r) {
+              int64_t len = 0;
+              rowp[q][r] = Run(a, ic + ir + std::min<int64_t>(r, rows - 1), pc, &len);
+              in_place[q] = in_place[q] && rowp[q][r] != nullptr && len >= kc;
+            }
+            if (!in_place[q]) PackRowPanel<C, MR>(a, ic + ir, rows, pc, kc, ap + ir * kc);
+          }
+        }
         for (int64_t ir = 0; ir < mc; ir += MR) {
-          const int64_t rows = std::min<int64_t>(MR, mc - ir);
+          const int64_t rows = std::min<int64_t>(MR, mc - ir), q = ir / MR;
           C* crow = cblock + (ic - m0 + ir) * ldc;
           for (int64_t jr = 0; jr < nc; jr += NR) {
             const int64_t cols = std::min(NR, nc - jr);
-            if (direct) {
-              MicroTile<C, V, MR, NV, false>(kc, a.data + (ic + ir) * a.ld + pc, a.ld, bp + jr * kc,
-                                             crow + jr, ldc, rows, cols, pc > 0);
+            if (!a.transposed && in_place[q]) {
+              MicroTile<C, V, MR, NV, false>(kc, nullptr, rowp[q], bp + jr * kc, crow + jr, ldc,
+                                             rows, cols, pc > 0);
             } else {
-              MicroTile<C, V, MR, NV, true>(kc, ap + ir * kc, MR, bp + jr * kc, crow + jr, ldc,
+              MicroTile<C, V, MR, NV, true>(kc, ap + ir * kc, nullptr, bp + jr * kc, crow + jr, ldc,
                                             rows, cols, pc > 0);
             }
           }

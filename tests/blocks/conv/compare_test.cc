@@ -48,6 +48,10 @@ std::vector<Problem> GemmProblems() {
       {"NHWC", "SAME", 3, 6, 7, 65, 67, 3, 3, 2, 2, 1, 1},
       {"NCHW", "VALID", 2, 7, 7, 64, 80, 3, 3, 1, 1, 2, 2},
       {"NHWC", "EXPLICIT", 2, 5, 6, 66, 64, 3, 2, 2, 1, 1, 1},
+      // 128 channels: K blocks that start a tap with two taps' inputs contiguous after it
+      // (their micro-panels read in place where the rows are inside the input, packed where
+      // they reach into the padding) and K blocks that run past the end of a filter row.
+      {"NHWC", "SAME", 2, 4, 5, 128, 70, 3, 3, 1, 1, 1, 1},
   };
   std::vector<Problem> out;
   for (const Gemm& b : gemms) {
