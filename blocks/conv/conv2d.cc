@@ -105,14 +105,7 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
         const int64_t tap = kh * g.filter_w + kw;
         const C* wk[NV];
         for (int k = 0; k < NV; ++k) wk[k] = panel[k] + tap * cig * L;
-        for (int64_t ci = 0; ci < cig; ++ci) {
-          Vec wv[NV];
-          for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(wk[k] + ci * L);
-          for (int p = 0; p < P; ++p) {
-            const C s = xp[p][ci];
-            for (int k = 0; k < NV; ++k) acc[p][k] += wv[k] * s;
-          }
-        }
+        AddTap<C, V, P, NV>(xp, wk, cig, zeros, acc);
       }
     }
     for (int p = 0; p < P && ow0 + p < g.out_w; ++p)
@@ -204,22 +197,18 @@ BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restric
         const C* dyrow = dy + (n * g.out_h + oh) * g.out_w * co_all + grp * cog;
         for (const auto& [kw, ow_t0] : cols_kw) {
           const int64_t ow_base = ow_t0 + t0;
+          // From the chunk's first output channel c0 (zeros + c0 stands for the padding).
+          const int64_t c0 = co_range[0];
           const C* dyp[P];
           for (int p = 0; p < P; ++p) {
             const int64_t ow = ow_base + p;
-            dyp[p] = (t0 + p < count && ow >= 0 && ow < g.out_w) ? dyrow + ow * co_all : zeros;
+            dyp[p] =
+                (t0 + p < count && ow >= 0 && ow < g.out_w) ? dyrow + ow * co_all + c0 : zeros + c0;
           }
           const int64_t tap = kh * g.filter_w + kw;
           const C* wk[NV];
-          for (int k = 0; k < NV; ++k) wk[k] = panel[k] + tap * cog * L;
-          for (int64_t j = co_range[0]; j < co_range[1]; ++j) {
-            Vec wv[NV];
-            for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(wk[k] + j * L);
-            for (int p = 0; p < P; ++p) {
-              const C s = dyp[p][j];
-              for (int k = 0; k < NV; ++k) acc[p][k] += wv[k] * s;
-            }
-          }
+          for (int k = 0; k < NV; ++k) wk[k] = panel[k] + (tap * cog + c0) * L;
+          AddTap<C, V, P, NV>(dyp, wk, co_range[1] - c0, zeros + c0, acc);
         }
       }
       for (int p = 0; p < P && t0 + p < count; ++p)
