@@ -156,6 +156,11 @@ std::vector<Problem> GridProblems(bool depthwise) {
       {"NHWC", "SAME", 11, 15, 3, 1, 37, 1, 2, 2, 1, 1, 7},
       {"NHWC", "EXPLICIT", 8, 10, 2, 1, 48, 1, 1, 2, 1, 1, 5},
       {"NCHW", "VALID", 5, 9, 7, 1, 33, 1, 1, 1, 1, 1, 1},
+      // Few input channels into 64 and more output channels, whose forward takes 6-pixel tiles
+      // of 4 vectors: a partial tile of 2 on 8 columns, and one vector left over (80); dilated
+      // taps (per tap, no runs) on 13 columns.
+      {"NHWC", "SAME", 9, 15, 3, 1, 80, 1, 2, 2, 1, 1, 7},
+      {"NCHW", "EXPLICIT", 7, 13, 5, 1, 64, 1, 1, 1, 1, 2, 3},
   };
   for (const Big& b : bigs) {
     Problem p;
