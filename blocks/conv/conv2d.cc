@@ -715,24 +715,11 @@ void GemmKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx
   Reused<C> work(kSlotGemmWork);
   const int64_t per_thread = GemmWorkspaceElements(tile, sizeof(C));
   work->resize(static_cast<size_t>(nt * per_thread));
-  // Threads share the rows of y, or its columns when those are more (fc6's 512 pixels x 1024
-  // channels: each thread then packs only its columns of the 18.9 MB filter instead of all of
-  // it, and reads the input, its A, in place).
-  const bool by_columns = n > m;
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
-    C* mine = work.data() + t * per_thread;
-    if (by_columns) {
-      const auto [n0, n1] = RowsOf(n, nt, t, tile.nr);
-      if (n0 < n1) {
-        const MatrixView<C> bt = MatrixView<C>::Dense(args.w + n0, n, n1 - n0, false);
-        GemmRows(a, bt, 0, m, n1 - n0, k, args.result + n0, n, mine, tile, ctx);
-      }
-    } else {
-      const auto [m0, m1] = RowsOf(m, nt, t, tile.mr);
-      GemmRows(a, b, m0, m1, n, k, args.result + m0 * n, n, mine, tile, ctx);
-    }
+    const auto [m0, m1] = RowsOf(m, nt, t, tile.mr);
+    GemmRows(a, b, m0, m1, n, k, args.result + m0 * n, n, work.data() + t * per_thread, tile, ctx);
   }
 }
 
