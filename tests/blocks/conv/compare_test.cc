@@ -161,6 +161,9 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // taps (per tap, no runs) on 13 columns.
       {"NHWC", "SAME", 9, 15, 3, 1, 80, 1, 2, 2, 1, 1, 7},
       {"NCHW", "EXPLICIT", 7, 13, 5, 1, 64, 1, 1, 1, 1, 2, 3},
+      // A stride-1 input gradient computed as the forward of the turned filter: dilated, with a
+      // channel left over after two vectors (the forward's plain loop for it).
+      {"NHWC", "SAME", 9, 11, 33, 1, 20, 1, 1, 1, 2, 2},
   };
   for (const Big& b : bigs) {
     Problem p;
