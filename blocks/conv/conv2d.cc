@@ -92,14 +92,7 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
         for (int p = 0; p < P; ++p) xp[p] = xrow + g.input_col(ow0 + p, 0) * ci_all;
         const C* wk[NV];
         for (int k = 0; k < NV; ++k) wk[k] = panel[k] + kh * run * L;
-        for (int64_t q = 0; q < run; ++q) {
-          Vec wv[NV];
-          for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(wk[k] + q * L);
-          for (int p = 0; p < P; ++p) {
-            const C s = xp[p][q];
-            for (int k = 0; k < NV; ++k) acc[p][k] += wv[k] * s;
-          }
-        }
+        AddTapPixels<0, 0>(xp, wk, run, acc);
         continue;
       }
       for (int64_t kw = 0; kw < g.filter_w; ++kw) {
