@@ -31,7 +31,27 @@ inline int64_t PanelOffset(const ConvGeometry& g, int64_t vec_width, int64_t grp
   return (grp * vec_width + j) * g.filter_h * g.filter_w * reduce;
 }
 
-// The panels from a filter given as src(tap, ci, co), the HWIO filter's w[tap, ci, co].
+// Panels of a filter for the vector tiles: for each group and each block of L lanes [j, j + L)
+// of the group's lanes that fill whole vectors (j < lanes_vec), one contiguous panel
+// [tap][reduce][L] at PanelOffset, lane l of (tap, r) holding src(grp, tap, r, j + l). The
+// forward's lanes are output channels summed over input channels; the input gradient's, the
+// other way round.
+template <typename C, typename Src>
+void PackPanels(const ConvGeometry& g, int64_t lanes_vec, int64_t reduce, const Src& src, C* o) {
+  constexpr int64_t L = 64 / sizeof(C);
+  const int64_t taps = g.filter_h * g.filter_w;
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t j = 0; j < lanes_vec; j += L) {
+      C* panel = o + PanelOffset(g, lanes_vec, grp, j, reduce);
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t r = 0; r < reduce; ++r)
+          for (int64_t l = 0; l < L; ++l) panel[(t * reduce + r) * L + l] = src(grp, t, r, j + l);
+    }
+}
+
+// The forward's panels (PackPanels) and after them, if some output channels are left after
+// the last whole vector, the HWIO filter; the filter given as src(tap, ci, co), the HWIO
+// filter's w[tap, ci, co].
 template <typename C, typename Src>
 void PackForwardFilterFrom(const ConvGeometry& g, const Src& src, WorkBuffer<C>* out) {
   constexpr int64_t L = 64 / sizeof(C);
@@ -40,14 +60,10 @@ void PackForwardFilterFrom(const ConvGeometry& g, const Src& src, WorkBuffer<C>*
   const int64_t packed = g.groups * cog_vec * taps * cig;
   out->resize(static_cast<size_t>(packed + taps * cig * co_all));
   C* o = out->data();
-  for (int64_t grp = 0; grp < g.groups; ++grp)
-    for (int64_t j = 0; j < cog_vec; j += L) {
-      C* panel = o + PanelOffset(g, cog_vec, grp, j, cig);
-      for (int64_t t = 0; t < taps; ++t)
-        for (int64_t ci = 0; ci < cig; ++ci)
-          for (int64_t l = 0; l < L; ++l)
-            panel[(t * cig + ci) * L + l] = src(t, ci, grp * cog + j + l);
-    }
+  PackPanels(
+      g, cog_vec, cig,
+      [&](int64_t grp, int64_t t, int64_t ci, int64_t co) { return src(t, ci, grp * cog + co); },
+      o);
   // The HWIO filter, for the output channels after the last whole vector (ForwardRest) only.
   if (cog_vec < cog) {
     C* hwio = o + packed;
@@ -969,14 +985,12 @@ void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelCont
   const int64_t fsize = taps * cig * co_all, packed = g.groups * cig_vec * taps * cog;
   Reused<C> wt(kSlotPackedFilter);
   wt->resize(static_cast<size_t>(packed + 2 * fsize));
-  for (int64_t grp = 0; grp < g.groups; ++grp)
-    for (int64_t ci0 = 0; ci0 < cig_vec; ci0 += L) {
-      C* panel = wt.data() + PanelOffset(g, cig_vec, grp, ci0, cog);
-      for (int64_t tap = 0; tap < taps; ++tap)
-        for (int64_t j = 0; j < cog; ++j)
-          for (int64_t l = 0; l < L; ++l)
-            panel[(tap * cog + j) * L + l] = w[(tap * cig + ci0 + l) * co_all + grp * cog + j];
-    }
+  PackPanels(
+      g, cig_vec, cog,
+      [&](int64_t grp, int64_t t, int64_t co, int64_t ci) {
+        return w[(t * cig + ci) * co_all + grp * cog + co];
+      },
+      wt.data());
   if (cig_vec < cig && cog < L) {
     for (int64_t tap = 0; tap < taps; ++tap)
       for (int64_t ci = 0; ci < cig; ++ci)

@@ -242,10 +242,8 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
   // A row-major A (a plain matrix, or im2col rows along the taps) is read in place where each
   // of a micro-panel's MR rows holds the block's kc values contiguously (inside the input):
   // packing would cost one store per element for every block of Nc columns. Other micro-panels
-  // (rows reaching into the padding or across a tap boundary) are packed. A transposed A is
-  // always packed.
-  const C* rowp[kMcPanels][MR];
-  bool in_place[kMcPanels];
+  // (rows reaching into the padding or across a tap boundary) are packed just before their
+  // tiles. A transposed A is packed a block at a time.
   for (int64_t jc = 0; jc < n; jc += Nc) {
     const int64_t nc = std::min(Nc, n - jc);
     C* cblock = sink == nullptr ? c + jc : c;
@@ -255,28 +253,24 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
       PackB<C, NR>(b, pc, kc, jc, nc, n, bp);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
         const int64_t mc = std::min(Mc, m1 - ic);
-        if (a.transposed) {
-          PackTransposedA<C, MR>(a, ic, mc, m1, pc, kc, ap);
-        } else {
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            const int64_t rows = std::min<int64_t>(MR, mc - ir), q = ir / MR;
-            in_place[q] = true;
-            for (int r = 0; r < MR; ++r) {
-              int64_t len = 0;
-              rowp[q][r] = Run(a, ic + ir + std::min<int64_t>(r, rows - 1), pc, &len);
-              in_place[q] = in_place[q] && rowp[q][r] != nullptr && len >= kc;
-            }
-            if (!in_place[q]) PackRowPanel<C, MR>(a, ic + ir, rows, pc, kc, ap + ir * kc);
-          }
-        }
+        if (a.transposed) PackTransposedA<C, MR>(a, ic, mc, m1, pc, kc, ap);
         for (int64_t ir = 0; ir < mc; ir += MR) {
-          const int64_t rows = std::min<int64_t>(MR, mc - ir), q = ir / MR;
+          const int64_t rows = std::min<int64_t>(MR, mc - ir);
+          const C* rowp[MR];
+          bool in_place = !a.transposed;
+          for (int r = 0; r < MR && in_place; ++r) {
+            int64_t len = 0;
+            rowp[r] = Run(a, ic + ir + std::min<int64_t>(r, rows - 1), pc, &len);
+            in_place = rowp[r] != nullptr && len >= kc;
+          }
+          if (!a.transposed && !in_place)
+            PackRowPanel<C, MR>(a, ic + ir, rows, pc, kc, ap + ir * kc);
           C* crow = cblock + (ic - m0 + ir) * ldc;
           for (int64_t jr = 0; jr < nc; jr += NR) {
             const int64_t cols = std::min(NR, nc - jr);
-            if (!a.transposed && in_place[q]) {
-              MicroTile<C, V, MR, NV, false>(kc, nullptr, rowp[q], bp + jr * kc, crow + jr, ldc,
-                                             rows, cols, pc > 0);
+            if (in_place) {
+              MicroTile<C, V, MR, NV, false>(kc, nullptr, rowp, bp + jr * kc, crow + jr, ldc, rows,
+                                             cols, pc > 0);
             } else {
               MicroTile<C, V, MR, NV, true>(kc, ap + ir * kc, nullptr, bp + jr * kc, crow + jr, ldc,
                                             rows, cols, pc > 0);
