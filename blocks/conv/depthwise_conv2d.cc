@@ -81,37 +81,9 @@ BF_CONV_INLINE bool DwTaps(const ConvGeometry& g, const C* __restrict xrow, cons
 // is stored past the caches, so that a store does not first read its line: the depthwise
 // kernels do about two FMAs per value they write, and a strided input gradient writes 2-4 times
 // the bytes it reads. The op that reads the output next then finds it in memory, not in the
-// shared L3. AVX-512 only (V a 64-byte generic vector, `p` 64-byte aligned); the caller ends its
-// row with a store fence.
+// shared L3. With StreamVec (isa.h): AVX-512 only, 64-byte aligned; the caller ends its row with
+// a store fence.
 constexpr int64_t kStreamBytes = int64_t{8} << 20;
-template <typename V, typename C>
-BF_CONV_INLINE void StreamVec(C* p, const V& v) {
-#if defined(__clang__)
-  // Clang has a builtin for it (and rejects the asm below in this template).
-  if constexpr (!kIsSplitVec<V>) {
-    __builtin_nontemporal_store(v, reinterpret_cast<V*>(p));
-    return;
-  }
-#elif defined(__x86_64__) && defined(__GNUC__)
-  // GCC checks an ISA builtin against the function it is written in, which has no AVX-512
-  // target of its own: the instruction goes in as asm.
-  if constexpr (!kIsSplitVec<V>) {
-    V* dst = reinterpret_cast<V*>(p);
-    if constexpr (std::is_same_v<C, float>) {
-      asm("vmovntps %1, %0" : "=m"(*dst) : "v"(v));
-    } else {
-      asm("vmovntpd %1, %0" : "=m"(*dst) : "v"(v));
-    }
-    return;
-  }
-#endif
-  StoreVec(p, v);
-}
-BF_CONV_INLINE void StreamFence() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_ia32_sfence();
-#endif
-}
 
 // Whether pixels `stride` elements of C apart are a multiple of 2 KiB apart (512 or 1024 float
 // channels): the same channels of every pixel along a row then map to at most two of the L1's

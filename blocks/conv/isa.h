@@ -132,6 +132,38 @@ BF_CONV_INLINE void StoreVec(C* p, const V& v) {
     __builtin_memcpy(p, &v, sizeof v);
   }
 }
+/// Stores one 64-byte vector past the caches (a non-temporal store: the line is not read
+/// first, and does not take a place in the caches). AVX-512 only (V a 64-byte generic vector,
+/// `p` 64-byte aligned); the narrower ISAs' SplitVec takes StoreVec. The caller ends its run of
+/// streamed stores with StreamFence before another thread may read them.
+template <typename V, typename C>
+BF_CONV_INLINE void StreamVec(C* p, const V& v) {
+#if defined(__clang__)
+  // Clang has a builtin for it (and rejects the asm below in this template).
+  if constexpr (!kIsSplitVec<V>) {
+    __builtin_nontemporal_store(v, reinterpret_cast<V*>(p));
+    return;
+  }
+#elif defined(__x86_64__) && defined(__GNUC__)
+  // GCC checks an ISA builtin against the function it is written in, which has no AVX-512
+  // target of its own: the instruction goes in as asm.
+  if constexpr (!kIsSplitVec<V>) {
+    V* dst = reinterpret_cast<V*>(p);
+    if constexpr (std::is_same_v<C, float>) {
+      asm("vmovntps %1, %0" : "=m"(*dst) : "v"(v));
+    } else {
+      asm("vmovntpd %1, %0" : "=m"(*dst) : "v"(v));
+    }
+    return;
+  }
+#endif
+  StoreVec(p, v);
+}
+BF_CONV_INLINE void StreamFence() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_ia32_sfence();
+#endif
+}
 /// Zeroes a register tile of P x NV vector sums.
 template <typename Vec, int P, int NV>
 BF_CONV_INLINE void ZeroTile(Vec (&acc)[P][NV]) {

@@ -73,6 +73,9 @@ struct KernelArgs {
   /// Forward and BackpropInput: the NHWC output or input gradient to write whole, stored back
   /// into the op's tensor after the kernel, unless the run was cancelled.
   C* result = nullptr;
+  /// `result` is the op's output tensor itself, 64-byte aligned: nothing reads it back within
+  /// the call, so the kernel may store it past the caches (StreamVec).
+  bool result_streamable = false;
   /// BackpropFilter: the zeroed filter gradient, written in T by the kernel.
   Tensor* filter_grad = nullptr;
 };
@@ -96,6 +99,9 @@ static Status RunOptimizedKernels(const ConvState& s, const Tensor& a, const Ten
       return K<T>::BackpropFilter(args, ctx);
     }
     args.result = ops.Result(out);
+    args.result_streamable =
+        static_cast<const void*>(args.result) == static_cast<const void*>(out->data<T>()) &&
+        reinterpret_cast<uintptr_t>(args.result) % 64 == 0;
     forward ? K<T>::Forward(args, ctx) : K<T>::BackpropInput(args, ctx);
     if (ctx.cancelled()) return;
     forward ? ops.StoreOutput(args.result, out) : ops.StoreInputGrad(args.result, out);

@@ -181,14 +181,15 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
 }
 
 // One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k a[r][k] * bp[k][j], only
-// the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds.
+// the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds; `stream`
+// (not with `accumulate`): a whole tile stored with StreamVec.
 // A is a packed micro-panel [kc][MR] at `ap` (kPacked), or else MR rows of A read in place, each
 // kc contiguous values at arow[r] (rows past `rows` repeat a valid row; their sums are not
 // stored).
 template <typename C, typename V, int MR, int NV, bool kPacked>
 BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const* arows,
                               const C* __restrict bp, C* __restrict c, int64_t ldc, int64_t rows,
-                              int64_t cols, bool accumulate) {
+                              int64_t cols, bool accumulate, bool stream) {
   using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C), NR = NV * L;
   Vec acc[MR][NV];
@@ -215,6 +216,11 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const
       }
     }
   }
+  if (rows == MR && cols == NR && stream) {
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < NV; ++v) StreamVec(c + r * ldc + v * L, acc[r][v]);
+    return;
+  }
   if (rows == MR && cols == NR) {
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v) {
@@ -234,9 +240,12 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const
 template <typename C, typename V, int MR, int NV>
 BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,
                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,
-                              const KernelContext& ctx, const ColumnSink* sink) {
+                              const KernelContext& ctx, const ColumnSink* sink, bool stream) {
   constexpr int64_t L = 64 / sizeof(C), NR = NV * L, Mc = kMcPanels * MR;
   constexpr int64_t Nc = NcFor(NR, sizeof(C));
+  // Every tile's 64-byte vectors aligned, and C written once: a single block of k.
+  stream = stream && k <= kKc && sink == nullptr && reinterpret_cast<uintptr_t>(c) % 64 == 0 &&
+           ldc * static_cast<int64_t>(sizeof(C)) % 64 == 0;
   C* ap = work;
   C* bp = work + Mc * kKc;
   // A row-major A (a plain matrix, or im2col rows along the taps) is read in place where each
@@ -270,10 +279,10 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
             const int64_t cols = std::min(NR, nc - jr);
             if (in_place) {
               MicroTile<C, V, MR, NV, false>(kc, nullptr, rowp, bp + jr * kc, crow + jr, ldc, rows,
-                                             cols, pc > 0);
+                                             cols, pc > 0, stream);
             } else {
               MicroTile<C, V, MR, NV, true>(kc, ap + ir * kc, nullptr, bp + jr * kc, crow + jr, ldc,
-                                            rows, cols, pc > 0);
+                                            rows, cols, pc > 0, stream);
             }
           }
         }
@@ -281,6 +290,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
     }
     if (sink != nullptr) sink->fn(sink->state, jc, jc + nc);
   }
+  if (stream) StreamFence();
 }
 
 // One GemmRows per ISA and compute type, each compiled for its ISA.
@@ -288,9 +298,9 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
 #define BF_GEMM_ROWS_VARIANT(Suffix, Target, Tile, C)                                           \
   Target void GemmRows##Suffix(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,      \
                                int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,    \
-                               const KernelContext& ctx, const ColumnSink* sink) {              \
+                               const KernelContext& ctx, const ColumnSink* sink, bool stream) { \
     GemmRowsT<C, VecFor<C, Isa::k##Suffix>, Tile.mr, Tile.nv>(a, b, m0, m1, n, k, c, ldc, work, \
-                                                              ctx, sink);                       \
+                                                              ctx, sink, stream);               \
   }
 // NOLINTEND(bugprone-macro-parentheses)
 BF_GEMM_ROWS_VARIANT(Avx512, BF_TARGET_AVX512, kTileAvx512, float)
@@ -321,7 +331,7 @@ int64_t GemmWorkspaceElements(const GemmTile& tile, size_t elem_size) {
 template <typename C>
 void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_t m1, int64_t n,
               int64_t k, C* c, int64_t ldc, C* work, const GemmTile& tile, const KernelContext& ctx,
-              const ColumnSink* sink) {
+              const ColumnSink* sink, bool stream) {
   if (m0 >= m1 || n <= 0) return;
   if (k <= 0) {  // an empty sum
     const int64_t block = sink == nullptr ? n : GemmColumnBlock(tile, sizeof(C));
@@ -334,16 +344,16 @@ void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_
   }
   // The variant of `tile` (ActiveGemmTile's, so one this CPU runs).
   const auto same = [&](const GemmTile& t) { return t.mr == tile.mr && t.nv == tile.nv; };
-  if (same(kTileAvx512)) return GemmRowsAvx512(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);
-  if (same(kTileAvx2)) return GemmRowsAvx2(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);
-  return GemmRowsBase(a, b, m0, m1, n, k, c, ldc, work, ctx, sink);
+  if (same(kTileAvx512)) return GemmRowsAvx512(a, b, m0, m1, n, k, c, ldc, work, ctx, sink, stream);
+  if (same(kTileAvx2)) return GemmRowsAvx2(a, b, m0, m1, n, k, c, ldc, work, ctx, sink, stream);
+  return GemmRowsBase(a, b, m0, m1, n, k, c, ldc, work, ctx, sink, stream);
 }
 
 template void GemmRows<float>(const MatrixView<float>&, const MatrixView<float>&, int64_t, int64_t,
                               int64_t, int64_t, float*, int64_t, float*, const GemmTile&,
-                              const KernelContext&, const ColumnSink*);
+                              const KernelContext&, const ColumnSink*, bool);
 template void GemmRows<double>(const MatrixView<double>&, const MatrixView<double>&, int64_t,
                                int64_t, int64_t, int64_t, double*, int64_t, double*,
-                               const GemmTile&, const KernelContext&, const ColumnSink*);
+                               const GemmTile&, const KernelContext&, const ColumnSink*, bool);
 
 }  // namespace blockflow::conv::internal

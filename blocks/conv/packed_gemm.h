@@ -82,10 +82,12 @@ int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size);
 /// j at c + (i - m0) * ldc + j - j0, so ldc >= GemmColumnBlock suffices), and the sink takes
 /// each block before the next overwrites it. Every row is summed over k in the same order
 /// whichever range it is computed in, so results do not depend on how rows are shared among
-/// threads. Stops between blocks once `ctx.cancelled()`.
+/// threads. Stops between blocks once `ctx.cancelled()`. `stream`: C may be stored past the
+/// caches (StreamVec), which it is where k fits one block of the packing (C written in one
+/// pass, never read back), without a sink, and with c and ldc keeping rows 64-byte aligned.
 template <typename C>
 void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_t m1, int64_t n,
               int64_t k, C* c, int64_t ldc, C* work, const GemmTile& tile, const KernelContext& ctx,
-              const ColumnSink* sink = nullptr);
+              const ColumnSink* sink = nullptr, bool stream = false);
 
 }  // namespace blockflow::conv::internal
