@@ -135,20 +135,27 @@ BF_CONV_INLINE void PackTransposedA(const MatrixView<C>& a, int64_t i0, int64_t 
 
 // Packs rows [k0, k0 + kc) and columns [j0, j0 + nc) of B (columns past `cols`, the end of B,
 // as zeros) into panels of NR columns, each [kc][NR].
-template <typename C, int NR>
+template <typename C, typename V, int NR>
 BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
                           int64_t cols, C* __restrict bp) {
   if (!b.transposed) {
     // Rows of B are contiguous along its columns: row by row, each one read as one contiguous
     // stream and written into row k of every panel. (Panel by panel, the block's kc rows, 4 KiB
     // apart for 1024 float columns, were read 256 bytes at a time, each from another page.)
+    // Whole panel rows are copied a vector at a time (GCC called memcpy for each 256 bytes),
+    // with the row kAhead rows on prefetched: fc6's 18.9 MB filter comes from memory, and its
+    // packing took 4.7% of the forward's samples, 3.5% after.
+    constexpr int64_t L = sizeof(V) / sizeof(C), kAhead = 8;
     for (int64_t k = 0; k < kc; ++k) {
       const C* __restrict src = b.data + (k0 + k) * b.ld + j0;
+      if (k + kAhead < kc) {
+        for (int64_t j = 0; j < nc; j += L) __builtin_prefetch(src + kAhead * b.ld + j);
+      }
       for (int64_t q = 0; q < nc; q += NR) {
         C* __restrict dst = bp + q * kc + k * NR;
         const int64_t valid = std::clamp<int64_t>(cols - (j0 + q), 0, NR);
         if (valid == NR) {
-          for (int64_t j = 0; j < NR; ++j) dst[j] = src[q + j];
+          for (int64_t j = 0; j < NR; j += L) StoreVec(dst + j, LoadVec<V>(src + q + j));
         } else {
           for (int64_t j = 0; j < valid; ++j) dst[j] = src[q + j];
           for (int64_t j = valid; j < NR; ++j) dst[j] = C{0};
@@ -259,7 +266,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
     for (int64_t pc = 0; pc < k; pc += kKc) {
       if (ctx.cancelled()) return;
       const int64_t kc = std::min(kKc, k - pc);
-      PackB<C, NR>(b, pc, kc, jc, nc, n, bp);
+      PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
         const int64_t mc = std::min(Mc, m1 - ic);
         if (a.transposed) PackTransposedA<C, MR>(a, ic, mc, m1, pc, kc, ap);
