@@ -719,22 +719,25 @@ BF_CONV_INPUT_BLOCK_FNS(double)
 // sums are added across threads and the bits do not depend on the thread count.
 // ---------------------------------------------------------------------------------------------
 
-// Whether a kernel stores its result, `pixels` NHWC pixels of `channels` channels in `groups`
-// groups (y, or dx), past the caches: a result the op may stream (`streamable`) of more than
-// kStreamOutputBytes, twice a core's L2, whose vectors of channels are whole and 64-byte
-// aligned. Such a result does not stay in L2, and a plain store first reads its line and then
-// pushes a line of the filter panels or of the input the next tiles read out of L2. One pinned
-// core, CPU time, against oneDNN blocked (the same binary, three alternations): Conv2D
-// resnet_56x64 (6.4 MB) 1.03-1.04 -> 1.01-1.03, resnet_28x128 (3.2 MB) 1.01-1.02 -> 0.99-1.00,
+// Whether a kernel whose `threads` threads share its result, `pixels` NHWC pixels of
+// `channels` channels in `groups` groups (y, or dx), stores it past the caches: a result the op
+// may stream (`streamable`) whose vectors of channels are whole and 64-byte aligned, and of
+// which each thread writes more than kStreamShareBytes, half a core's L2 (the other half holds
+// the input and filter panels the tiles reuse). A plain store first reads its line, and the
+// lines written push what the next tiles read out of L2; the op that reads the result next finds
+// it in memory instead of L3. One pinned core, CPU time, against oneDNN blocked (the same binary,
+// three or four alternations): Conv2D resnet_56x64 (6.4 MB) 1.03-1.04 -> 1.01-1.03,
+// resnet_28x128 (3.2 MB) 1.01-1.02 -> 0.99-1.00, its stride 2 (0.8 MB) 1.04-1.12 -> 1.04-1.06,
 // the stem (6.4 MB) 1.06-1.07 -> 1.01-1.03, the 1x1 to 1024 channels (6.4 MB, the GEMM)
-// 1.04-1.09 -> 1.01-1.02; the input gradients of resnet_56x64 and resnet_28x128 by about 0.02.
-// Smaller results stay in the caches for the op that reads them next.
-constexpr int64_t kStreamOutputBytes = int64_t{2} << 20;
+// 1.04-1.09 -> 1.01-1.02; the input gradients of resnet_56x64 and resnet_28x128 about 0.02
+// lower. On two threads resnet_28x128 gained as much (Conv2D 1.02-1.06 -> 1.01-1.03, its input
+// gradient 1.05-1.07 -> 1.00-1.04) but the stride-2 layer's 0.4 MB shares measured no gain.
+constexpr int64_t kStreamShareBytes = int64_t{512} << 10;
 template <typename C>
-bool StreamsResult(bool streamable, int64_t pixels, int64_t channels, int64_t groups) {
+bool StreamsResult(bool streamable, int64_t pixels, int64_t channels, int64_t groups, int threads) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t bytes = pixels * channels * static_cast<int64_t>(sizeof(C));
-  return streamable && bytes > kStreamOutputBytes && channels % L == 0 &&
+  return streamable && bytes > kStreamShareBytes * threads && channels % L == 0 &&
          (channels / groups) % L == 0;
 }
 
@@ -780,7 +783,7 @@ void GemmKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx
   const MatrixView<C> b = MatrixView<C>::Dense(args.w, n, n, false);
   const GemmTile tile = ActiveGemmTile(sizeof(C));
   const int nt = ThreadsFor(ctx.num_threads, m * n * k, 1 << 18);
-  const bool stream = StreamsResult<C>(args.result_streamable, m, n, 1);
+  const bool stream = StreamsResult<C>(args.result_streamable, m, n, 1, nt);
   Reused<C> work(kSlotGemmWork);
   const int64_t per_thread = GemmWorkspaceElements(tile, sizeof(C));
   work->resize(static_cast<size_t>(nt * per_thread));
@@ -959,14 +962,14 @@ void DirectForward(const ConvGeometry& g, const C* x, const Src& src, C* y, bool
   PackForwardFilterFrom(g, src, packed.get());
   const WorkBuffer<C> zeros(static_cast<size_t>(g.in_depth), C{0});
   const ForwardRowFn<C> row = ForwardRow(C{});
-  const bool stream =
-      StreamsResult<C>(streamable, g.batch * g.out_h * g.out_w, g.out_depth, g.groups);
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.filter_in_depth * g.out_depth;
-  ParallelRows(rows, ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15), ctx,
-               [&](int64_t r, int /*thread*/) {
-                 row(g, x, packed.data(), y, r / g.out_h, r % g.out_h, zeros.data(), stream);
-               });
+  const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
+  const bool stream =
+      StreamsResult<C>(streamable, g.batch * g.out_h * g.out_w, g.out_depth, g.groups, nt);
+  ParallelRows(rows, nt, ctx, [&](int64_t r, int /*thread*/) {
+    row(g, x, packed.data(), y, r / g.out_h, r % g.out_h, zeros.data(), stream);
+  });
 }
 
 template <typename T>
@@ -1078,7 +1081,7 @@ void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelCont
   // dx written once (one chunk) may go past the caches.
   const bool stream =
       chunk == cog &&
-      StreamsResult<C>(args.result_streamable, g.batch * g.in_h * g.in_w, g.in_depth, g.groups);
+      StreamsResult<C>(args.result_streamable, g.batch * g.in_h * g.in_w, g.in_depth, g.groups, nt);
   // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region.
   const int64_t pairs = ScratchPairs(g);
   PerThread<IntPair> scratch(nt, pairs);
