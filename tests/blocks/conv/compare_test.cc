@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -333,6 +334,32 @@ TEST(ShapeSuite, OptimizedMatchesReferenceThroughTheBlock) {
   EXPECT_GE(checked, 2 * 3 * static_cast<int>(suite->size()));
 }
 
+// Problem p's op (0 forward, 1 input gradient) in `dtype` on random operands, which writes
+// `written(geometry)` values of 4 bytes or more, asserted above `min_bytes` (the streamed
+// stores' bound): the optimized kernels' result equals the reference's at every ISA and 1 and 2
+// threads.
+void CheckStreamedAgainstReference(const Problem& p, int op, DType dtype, int64_t min_bytes,
+                                   const std::function<int64_t(const ConvGeometry&)>& written,
+                                   std::mt19937_64& rng) {
+  Expected<Resolved> resolved = Resolve(p);
+  ASSERT_TRUE(resolved.ok()) << p.ToString();
+  const Resolved& r = *resolved;
+  ASSERT_GT(written(r.geometry) * 4, min_bytes) << p.ToString();
+  const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
+  const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
+  const Tensor dy = RandomTensor(dtype, OutputShape(r.attrs, r.geometry), rng);
+  Expected<Tensor> ref = RunOp(KernelKind::kReference, op, r, x, w, dy, 1);
+  ASSERT_TRUE(ref.ok());
+  for (int threads : {1, 2}) {
+    Expected<Tensor> opt = Status(Internal("not run"));
+    CheckEveryIsa(
+        *ref, op, r, x, w, dy, threads,
+        "op " + std::to_string(op) + " " + p.ToString() + " " + std::string(DTypeName(dtype)),
+        &opt);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 // Depthwise outputs larger than 5 MiB store past the caches (non-temporal stores with
 // AVX-512): the forward and the stride-1 input gradient (which runs the forward's rows), and the
 // strided input gradient, with and without a multiplier (whose expanded stride-2 gradient is
@@ -359,31 +386,22 @@ TEST(StreamedStores, LargeDepthwiseOutputs) {
     p.mult = k.mult;
     p.fh = p.fw = 3;
     p.sh = p.sw = k.stride;
-    Expected<Resolved> r = Resolve(p);
-    ASSERT_TRUE(r.ok()) << p.ToString();
-    const ConvGeometry& g = r->geometry;
-    const int64_t written = k.op == 0 ? g.out_h * g.out_w * k.channels : k.h * k.w * k.channels;
-    ASSERT_GT(written * 4, int64_t{5} << 20) << p.ToString();
-    const Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng);
-    const Tensor w = RandomTensor(DType::kFloat32, p.FilterShape(), rng);
-    const Tensor dy = RandomTensor(DType::kFloat32, OutputShape(r->attrs, r->geometry), rng);
-    Expected<Tensor> ref = RunOp(KernelKind::kReference, k.op, *r, x, w, dy, 1);
-    ASSERT_TRUE(ref.ok());
-    for (int threads : {1, 2}) {
-      Expected<Tensor> opt = Status(Internal("not run"));
-      CheckEveryIsa(*ref, k.op, *r, x, w, dy, threads,
-                    "op " + std::to_string(k.op) + " " + p.ToString(), &opt);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
+    CheckStreamedAgainstReference(
+        p, k.op, DType::kFloat32, int64_t{5} << 20,
+        [&](const ConvGeometry& g) {
+          return k.op == 0 ? g.out_h * g.out_w * k.channels : k.h * k.w * k.channels;
+        },
+        rng);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-// Dense results larger than 2 MiB whose channel vectors are whole store past the caches
-// (non-temporal stores with AVX-512): the direct forward, the stride-1 input gradient (which
-// runs as a forward), the strided input gradient, and the 1x1 forward through the GEMM (one
-// block of k, with a partial block of rows and of columns). Row widths leave partial pixel
-// tiles, whose stores are plain. The same values as the reference, in float32 and float64, at
-// every ISA and 1 and 2 threads.
+// Dense results of which each thread writes more than 512 KiB, with whole channel vectors,
+// store past the caches (non-temporal stores with AVX-512); these, over 2 MiB, do on one thread
+// and on two: the direct forward, the stride-1 input gradient (which runs as a forward), the
+// strided input gradient, and the 1x1 forward through the GEMM (one block of k, with a partial
+// block of rows and of columns). Row widths leave partial pixel tiles, whose stores are plain.
+// The same values as the reference, in float32 and float64, at every ISA and 1 and 2 threads.
 TEST(StreamedStores, LargeDenseResults) {
   struct Case {
     int op;  // 0 forward, 1 input gradient
@@ -406,24 +424,13 @@ TEST(StreamedStores, LargeDenseResults) {
       p.cog = k.co;
       p.fh = p.fw = k.fsize;
       p.sh = p.sw = k.stride;
-      Expected<Resolved> r = Resolve(p);
-      ASSERT_TRUE(r.ok()) << p.ToString();
-      const ConvGeometry& g = r->geometry;
-      const int64_t written = k.op == 0 ? g.out_h * g.out_w * k.co : k.h * k.w * k.c;
-      ASSERT_GT(written * 4, int64_t{2} << 20) << p.ToString();
-      const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
-      const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
-      const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng);
-      Expected<Tensor> ref = RunOp(KernelKind::kReference, k.op, *r, x, w, dy, 1);
-      ASSERT_TRUE(ref.ok());
-      for (int threads : {1, 2}) {
-        Expected<Tensor> opt = Status(Internal("not run"));
-        CheckEveryIsa(
-            *ref, k.op, *r, x, w, dy, threads,
-            "op " + std::to_string(k.op) + " " + p.ToString() + " " + std::string(DTypeName(dtype)),
-            &opt);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
+      CheckStreamedAgainstReference(
+          p, k.op, dtype, int64_t{2} << 20,
+          [&](const ConvGeometry& g) {
+            return k.op == 0 ? g.out_h * g.out_w * k.co : k.h * k.w * k.c;
+          },
+          rng);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }
