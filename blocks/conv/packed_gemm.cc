@@ -188,8 +188,8 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
 }
 
 // One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k a[r][k] * bp[k][j], only
-// the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds; `stream`
-// (not with `accumulate`): a whole tile stored with StreamVec.
+// the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds; `stream`:
+// a whole tile that does not accumulate stored with StreamVec.
 // A is a packed micro-panel [kc][MR] at `ap` (kPacked), or else MR rows of A read in place, each
 // kc contiguous values at arow[r] (rows past `rows` repeat a valid row; their sums are not
 // stored).
@@ -223,7 +223,7 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const
       }
     }
   }
-  if (rows == MR && cols == NR && stream) {
+  if (rows == MR && cols == NR && stream && !accumulate) {
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v) StreamVec(c + r * ldc + v * L, acc[r][v]);
     return;

@@ -398,10 +398,11 @@ TEST(StreamedStores, LargeDepthwiseOutputs) {
 
 // Dense results of which each thread writes more than 512 KiB, with whole channel vectors,
 // store past the caches (non-temporal stores with AVX-512); these, over 2 MiB, do on one thread
-// and on two: the direct forward, the stride-1 input gradient (which runs as a forward), the
-// strided input gradient, and the 1x1 forward through the GEMM (one block of k, with a partial
-// block of rows and of columns). Row widths leave partial pixel tiles, whose stores are plain.
-// The same values as the reference, in float32 and float64, at every ISA and 1 and 2 threads.
+// and on two: the direct forward (also in its few-channel tiles), the stride-1 input gradient
+// (which runs as a forward), the strided input gradient, and the 1x1 forward through the GEMM (one
+// block of k, with a partial block of rows and of columns). Row widths leave partial pixel tiles,
+// whose stores are plain. The same values as the reference, in float32 and float64, at every ISA
+// and 1 and 2 threads.
 TEST(StreamedStores, LargeDenseResults) {
   struct Case {
     int op;  // 0 forward, 1 input gradient
@@ -409,6 +410,7 @@ TEST(StreamedStores, LargeDenseResults) {
   };
   const Case cases[] = {
       {0, 3, 1, 72, 61, 16, 128},  // direct forward, 2.25 MB
+      {0, 7, 2, 190, 190, 3, 64},  // the few-channel forward's 6 x 4 tiles, 2.31 MB
       {0, 1, 1, 61, 100, 32, 96},  // 1x1 through the GEMM: 6100 rows, 96 columns, 2.34 MB
       {1, 3, 1, 72, 61, 128, 16},  // the input gradient as a forward, 2.25 MB
       {1, 3, 2, 96, 97, 64, 32},   // the strided input gradient, 2.38 MB
