@@ -124,14 +124,9 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
         AddTap<C, V, P, NV>(xp, wk, cig, zeros, acc);
       }
     }
-    for (int p = 0; p < P && ow0 + p < g.out_w; ++p) {
-      C* yp = yrow + (ow0 + p) * co_all + co0;
-      if (stream) {
-        for (int k = 0; k < NV; ++k) StreamVec(yp + k * L, acc[p][k]);
-      } else {
-        for (int k = 0; k < NV; ++k) StoreVec(yp + k * L, acc[p][k]);
-      }
-    }
+    for (int p = 0; p < P && ow0 + p < g.out_w; ++p)
+      for (int k = 0; k < NV; ++k)
+        PutVec(yrow + (ow0 + p) * co_all + co0 + k * L, acc[p][k], stream);
   }
 }
 
@@ -246,14 +241,9 @@ BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restric
           AddTap<C, V, P, NV>(dyp, wk, co_range[1] - c0, zeros + c0, acc);
         }
       }
-      for (int p = 0; p < P && t0 + p < count; ++p) {
-        C* dxp = dxrow + (r + g.stride_w * (t0 + p)) * ci_all;
-        if (stream) {
-          for (int k = 0; k < NV; ++k) StreamVec(dxp + k * L, acc[p][k]);
-        } else {
-          for (int k = 0; k < NV; ++k) StoreVec(dxp + k * L, acc[p][k]);
-        }
-      }
+      for (int p = 0; p < P && t0 + p < count; ++p)
+        for (int k = 0; k < NV; ++k)
+          PutVec(dxrow + (r + g.stride_w * (t0 + p)) * ci_all + k * L, acc[p][k], stream);
     }
   }
 }
@@ -1000,18 +990,10 @@ std::optional<ConvGeometry> InputGradientAsForward(const ConvGeometry& g, int64_
       g.pad_top > eh || g.pad_bottom > eh || g.pad_left > ew || g.pad_right > ew) {
     return std::nullopt;
   }
-  ConvGeometry f = g;
-  f.in_h = g.out_h;
-  f.in_w = g.out_w;
+  ConvGeometry f = TurnedForward(g);
   f.in_depth = g.out_depth;
   f.filter_in_depth = g.out_depth;
   f.out_depth = g.in_depth;
-  f.out_h = g.in_h;
-  f.out_w = g.in_w;
-  f.pad_top = eh - g.pad_top;
-  f.pad_bottom = eh - g.pad_bottom;
-  f.pad_left = ew - g.pad_left;
-  f.pad_right = ew - g.pad_right;
   return f;
 }
 

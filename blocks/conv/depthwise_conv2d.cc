@@ -98,16 +98,6 @@ constexpr bool CrowdsL1Sets(int64_t stride) {
   return stride * static_cast<int64_t>(sizeof(C)) % 2048 == 0;
 }
 
-// Stores one output vector, past the caches when `stream` (StreamVec).
-template <typename V, typename C>
-BF_CONV_INLINE void PutVec(C* p, const V& v, bool stream) {
-  if (stream) {
-    StreamVec(p, v);
-  } else {
-    StoreVec(p, v);
-  }
-}
-
 // Forward tile: y[ow0 + p, c0 + c] for p < P, c < NV*L, = sum over kh with xr[kh] != nullptr and
 // valid kw of xr[kh][iw(ow, kw), c] * w[kh, kw, c]. xr[kh] is the input row that filter row kh
 // reads (nullptr outside the input), so the caller decides where rows live (the input itself,
@@ -1067,15 +1057,7 @@ template <typename C>
 void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* dx,
                             const KernelContext& ctx) {
   const ConvGeometry e = Expanded(g);
-  ConvGeometry f = e;
-  f.in_h = g.out_h;
-  f.in_w = g.out_w;
-  f.out_h = g.in_h;
-  f.out_w = g.in_w;
-  f.pad_top = (g.filter_h - 1) * g.dilation_h - g.pad_top;
-  f.pad_bottom = (g.filter_h - 1) * g.dilation_h - g.pad_bottom;
-  f.pad_left = (g.filter_w - 1) * g.dilation_w - g.pad_left;
-  f.pad_right = (g.filter_w - 1) * g.dilation_w - g.pad_right;
+  const ConvGeometry f = TurnedForward(e);
   const int64_t ch = e.out_depth, taps = g.filter_h * g.filter_w, mult = g.multiplier;
   WorkBuffer<C> wf(static_cast<size_t>(taps * ch));
   for (int64_t k = 0; k < taps; ++k)

@@ -164,6 +164,15 @@ BF_CONV_INLINE void StreamFence() {
   __builtin_ia32_sfence();
 #endif
 }
+/// Stores one vector, past the caches when `stream` (StreamVec).
+template <typename V, typename C>
+BF_CONV_INLINE void PutVec(C* p, const V& v, bool stream) {
+  if (stream) {
+    StreamVec(p, v);
+  } else {
+    StoreVec(p, v);
+  }
+}
 /// Zeroes a register tile of P x NV vector sums.
 template <typename Vec, int P, int NV>
 BF_CONV_INLINE void ZeroTile(Vec (&acc)[P][NV]) {

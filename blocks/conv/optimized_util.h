@@ -173,6 +173,23 @@ class PairList {
   int64_t size_ = 0;
 };
 
+/// The forward whose output is the stride-1 input gradient of g, read from out_backprop by the
+/// filter turned half a turn: input and output sizes swapped, and each side's padding
+/// (f - 1) * d - pad. The channels are g's; the caller swaps them where they differ.
+inline ConvGeometry TurnedForward(const ConvGeometry& g) {
+  const int64_t eh = (g.filter_h - 1) * g.dilation_h, ew = (g.filter_w - 1) * g.dilation_w;
+  ConvGeometry f = g;
+  f.in_h = g.out_h;
+  f.in_w = g.out_w;
+  f.out_h = g.in_h;
+  f.out_w = g.in_w;
+  f.pad_top = eh - g.pad_top;
+  f.pad_bottom = eh - g.pad_bottom;
+  f.pad_left = ew - g.pad_left;
+  f.pad_right = ew - g.pad_right;
+  return f;
+}
+
 /// Pairs of scratch a row kernel may use: reaching rows, reaching columns, reaching taps.
 inline int64_t ScratchPairs(const ConvGeometry& g) {
   return g.filter_h * g.filter_w + g.filter_h + g.filter_w;

@@ -223,16 +223,12 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const
       }
     }
   }
-  if (rows == MR && cols == NR && stream && !accumulate) {
-    for (int r = 0; r < MR; ++r)
-      for (int v = 0; v < NV; ++v) StreamVec(c + r * ldc + v * L, acc[r][v]);
-    return;
-  }
   if (rows == MR && cols == NR) {
+    const bool nt = stream && !accumulate;
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v) {
         C* p = c + r * ldc + v * L;
-        StoreVec(p, accumulate ? LoadVec<V>(p) + acc[r][v] : acc[r][v]);
+        PutVec(p, accumulate ? LoadVec<V>(p) + acc[r][v] : acc[r][v], nt);
       }
     return;
   }
