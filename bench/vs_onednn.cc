@@ -296,6 +296,80 @@ double GeoMean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::exp(s / static_cast<double>(v.size()));
 }
 
+// How t threads compare with one on a (shape, op): wall time at one thread over wall time at t
+// (whatever --clock says: process CPU time adds up the threads' time). The goal is 0.9 t (two
+// threads at least 1.8x one), counted on the pairs above kScalingMflop MFLOP only: smaller
+// ones are a few microseconds, where a parallel region's start is a visible share.
+constexpr double kScalingMflop = 10;
+struct Scaling {
+  std::string shape, op;
+  int threads = 2;
+  double gflop = 0, bf = 0, blk = 0, goal = 0;
+  bool counted = false;
+  bool met() const { return bf >= goal; }
+};
+
+std::vector<Scaling> ThreadScaling(const std::vector<Row>& rows, const std::vector<int>& threads) {
+  std::vector<Scaling> out;
+  if (std::find(threads.begin(), threads.end(), 1) == threads.end()) return out;
+  for (const Row& one : rows) {
+    if (one.threads != 1) continue;
+    for (const Row& r : rows) {
+      if (r.threads <= 1 || r.shape != one.shape || r.op != one.op) continue;
+      Scaling s;
+      s.shape = r.shape;
+      s.op = r.op;
+      s.threads = r.threads;
+      s.gflop = r.gflop;
+      s.bf = one.bf_wall / r.bf_wall;
+      s.blk = one.blk_wall / r.blk_wall;
+      s.goal = 0.9 * r.threads;
+      s.counted = r.gflop * 1e3 > kScalingMflop;
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+// Per op and thread count: how many of the counted pairs reach the goal, the lowest speedup,
+// then every counted pair below the goal.
+void PrintScaling(const std::vector<Scaling>& scaling, const std::vector<std::string>& ops) {
+  if (scaling.empty()) return;
+  std::printf(
+      "\nThreads over one thread, blockflow's wall time (goal: 0.9x the threads, on the "
+      "pairs above %.0f MFLOP)\n\n",
+      kScalingMflop);
+  std::printf("| op | threads | pairs counted | at the goal | lowest (oneDNN blocked there) |\n");
+  std::printf("|---|---|---|---|---|\n");
+  std::vector<int> counts;
+  for (const Scaling& s : scaling)
+    if (std::find(counts.begin(), counts.end(), s.threads) == counts.end())
+      counts.push_back(s.threads);
+  for (const std::string& o : ops) {
+    for (int t : counts) {
+      int counted = 0, met = 0;
+      const Scaling* low = nullptr;
+      for (const Scaling& s : scaling) {
+        if (s.op != o || s.threads != t || !s.counted) continue;
+        ++counted;
+        met += s.met() ? 1 : 0;
+        if (!low || s.bf < low->bf) low = &s;
+      }
+      if (!low) continue;
+      std::printf("| %s | %d | %d | %d | %.2fx (%s; %.2fx) |\n", o.c_str(), t, counted, met,
+                  low->bf, low->shape.c_str(), low->blk);
+    }
+  }
+  bool header = false;
+  for (const Scaling& s : scaling) {
+    if (!s.counted || s.met()) continue;
+    if (!header) std::printf("\nBelow the goal:\n");
+    header = true;
+    std::printf("  %-38s %-30s %d threads %.2fx (goal %.1fx; oneDNN blocked %.2fx)\n", s.op.c_str(),
+                s.shape.c_str(), s.threads, s.bf, s.goal, s.blk);
+  }
+}
+
 int Main(const Options& opt) {
   Expected<std::vector<SuiteShape>> suite = LoadShapeSuite(opt.shapes);
   if (!suite.ok()) {
@@ -435,6 +509,8 @@ int Main(const Options& opt) {
                   GeoMean(blk), GeoMean(tf), worst->bf / worst->tf, worst->shape.c_str());
     }
   }
+  const std::vector<Scaling> scaling = ThreadScaling(rows, opt.threads);
+  PrintScaling(scaling, ops);
   if (!all_ok) std::printf("\nMISMATCH: some results differ from oneDNN's beyond tolerance\n");
 
   if (!opt.json.empty()) {
@@ -463,6 +539,17 @@ int Main(const Options& opt) {
                               {"max_abs_diff", r.max_diff},
                               {"tolerance", r.tolerance},
                               {"ok", r.ok}});
+    }
+    for (const Scaling& s : scaling) {
+      j["scaling"].push_back({{"shape", s.shape},
+                              {"op", s.op},
+                              {"threads", s.threads},
+                              {"gflop", s.gflop},
+                              {"bf_speedup", s.bf},
+                              {"onednn_blocked_speedup", s.blk},
+                              {"goal", s.goal},
+                              {"counted", s.counted},
+                              {"met", s.met()}});
     }
     std::ofstream f(opt.json);
     f << j.dump(2) << "\n";
