@@ -1,6 +1,6 @@
 // bf_conv_bench: the convolution kernels over the shape suite (bench/shapes.json).
 //
-//   bf_conv_bench [--shapes FILE] [--threads N] [google benchmark flags]
+//   bf_conv_bench [--shapes FILE] [--threads N] [--dtype NAME] [google benchmark flags]
 //   bf_conv_bench --benchmark_filter='Conv2DBackpropFilter/resnet' --benchmark_min_time=0.05
 //
 // One benchmark per (op, shape, kernel), named "<op>/<shape>/<optimized|reference>"; the
@@ -13,7 +13,8 @@
 //       --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //
 // Counters: GFLOP/s with the suite's formula (2*N*OH*OW*KH*KW*Cin/groups*Cout, padding taps
-// counted) and GB/s of the tensors read and written once. float32.
+// counted) and GB/s of the tensors read and written once. float32, or the floating dtype
+// --dtype names (float64, float16, bfloat16: the same random values, rounded).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -40,18 +42,19 @@ struct BenchCase {
   double gflop = 0;
   Shape x_shape, w_shape, dy_shape;
   uint64_t seed = 0;
+  DType dtype = DType::kFloat32;
   bool nchw = false;  // the shapes above are then in NCHW order
   Tensor x, w, dy;    // made on first use, so a filtered run does not fill the whole suite
 };
 
 void RunCase(benchmark::State& state, BenchCase& c, KernelKind kind, int threads) {
   if (c.x.shape() != c.x_shape) {
-    c.x = RandomTensor(c.x_shape, c.seed);
-    c.w = RandomTensor(c.w_shape, c.seed + 1);
-    c.dy = RandomTensor(c.dy_shape, c.seed + 2);
+    c.x = RandomTensor(c.x_shape, c.seed).CastTo(c.dtype);
+    c.w = RandomTensor(c.w_shape, c.seed + 1).CastTo(c.dtype);
+    c.dy = RandomTensor(c.dy_shape, c.seed + 2).CastTo(c.dtype);
   }
   const ConvOp op = c.state.op;
-  Tensor out(DType::kFloat32, OperandShapes(c.state).out);
+  Tensor out(c.dtype, OperandShapes(c.state).out);
   const Tensor& a = op == ConvOp::kBackpropInput ? c.w : c.x;
   const Tensor& b = op == ConvOp::kForward ? c.w : c.dy;
   KernelContext k;
@@ -73,7 +76,7 @@ void RunCase(benchmark::State& state, BenchCase& c, KernelKind kind, int threads
       benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-int RegisterSuite(const std::string& path, int threads) {
+int RegisterSuite(const std::string& path, int threads, DType dtype) {
   Expected<std::vector<SuiteShape>> suite = LoadShapeSuite(path);
   if (!suite.ok()) {
     std::fprintf(stderr, "error: %s\n", suite.status().message().c_str());
@@ -93,6 +96,7 @@ int RegisterSuite(const std::string& path, int threads) {
         c->w_shape = s.filter;
         c->dy_shape = nchw ? SuiteShape::ToNCHW(s.output) : s.output;
         c->seed = seed;
+        c->dtype = dtype;
         BenchCase* cp = c.get();
         cases.push_back(std::move(c));
         return cp;
@@ -133,20 +137,31 @@ int RegisterSuite(const std::string& path, int threads) {
 int main(int argc, char** argv) {
   std::string shapes = BF_BENCH_SHAPES;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  blockflow::DType dtype = blockflow::DType::kFloat32;
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     if (i + 1 < argc && std::strcmp(argv[i], "--shapes") == 0) {
       shapes = argv[++i];
     } else if (i + 1 < argc && std::strcmp(argv[i], "--threads") == 0) {
       threads = std::atoi(argv[++i]);
+    } else if (i + 1 < argc && std::strcmp(argv[i], "--dtype") == 0) {
+      const std::optional<blockflow::DType> d = blockflow::ParseDType(argv[++i]);
+      if (!d || !blockflow::IsFloatingDType(*d)) {
+        std::fprintf(stderr,
+                     "error: --dtype '%s': expected float32, float64, float16 or bfloat16\n",
+                     argv[i]);
+        return 1;
+      }
+      dtype = *d;
     } else {
       rest.push_back(argv[i]);
     }
   }
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
-  if (blockflow::conv::RegisterSuite(shapes, threads) != 0) return 1;
+  if (blockflow::conv::RegisterSuite(shapes, threads, dtype) != 0) return 1;
   benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("dtype", std::string(blockflow::DTypeName(dtype)));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
