@@ -915,7 +915,7 @@ void GemmKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelConte
   if constexpr (!std::is_same_v<T, C>) {
     if (!ctx.cancelled()) {
       T* out = args.filter_grad->template data<T>();
-      for (int64_t i = 0; i < m * n; ++i) out[i] = static_cast<T>(dw[i]);
+      ConvertParallel(dw, out, m * n, ctx.num_threads);
     }
   }
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "blocks/conv/conv_geometry.h"
+#include "blocks/conv/convert.h"
 #include "blocks/conv/isa.h"
 #include "core/tensor.h"
 
@@ -94,12 +95,6 @@ enum ReusedSlot : int {
   kSlotInputRows
 };
 
-/// Widens one stored element to the compute type (exact).
-template <typename C, typename T>
-inline C Widen(T v) {
-  return static_cast<C>(static_cast<ComputeT<T>>(v));
-}
-
 /// Number of rows of work each thread gets at least, so tiny problems stay on one thread.
 inline int ThreadsFor(int num_threads, int64_t work_items, int64_t min_items_per_thread = 1) {
   int64_t t = std::max<int64_t>(1, work_items / std::max<int64_t>(1, min_items_per_thread));
@@ -113,12 +108,56 @@ inline int64_t ActIndex(DataFormat format, int64_t h_size, int64_t w_size, int64
                                      : ((n * c_size + c) * h_size + y) * w_size + x;
 }
 
-/// dst[b, j, i] = convert(src[b, i, j]) for b < n, i < rows, j < cols: n matrices transposed
-/// in 16 x 64 blocks, so that both sides are read and written a cache line at a time (NCHW to
-/// NHWC is rows = C, cols = H*W; back is the other way round). Blocks in parallel.
-template <typename S, typename D, typename Convert>
-void TransposeBlocks(const S* src, D* dst, int64_t n, int64_t rows, int64_t cols, int num_threads,
-                     const Convert& convert) {
+/// dst[i] = src[i] for i < n, converted between the types the kernels convert between: the
+/// same type (a copy), or a 16-bit float and float (widened exactly, rounded to nearest even;
+/// a vector at a time, convert.h).
+template <typename S, typename D>
+void ConvertRun(const S* src, D* dst, int64_t n) {
+  if constexpr (std::is_same_v<S, D>) {
+    std::copy_n(src, n, dst);
+  } else if constexpr (std::is_same_v<D, float>) {
+    WidenRun(src, dst, n);
+  } else {
+    NarrowRun(src, dst, n);
+  }
+}
+
+/// ConvertRun over `total` elements, in chunks shared among threads.
+template <typename S, typename D>
+void ConvertParallel(const S* src, D* dst, int64_t total, int num_threads) {
+  constexpr int64_t kChunk = int64_t{1} << 14;
+  const int64_t chunks = (total + kChunk - 1) / kChunk;
+#pragma omp parallel for num_threads(ThreadsFor(num_threads, total, 1 << 16)) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c)
+    ConvertRun(src + c * kChunk, dst + c * kChunk, std::min(kChunk, total - c * kChunk));
+}
+
+/// d[j * ds + i] = s[i * ss + j] for i < ni, j < nj; floats in 8 x 8 register transposes where
+/// `fast` (AVX2 or wider), the rest element by element.
+template <typename C>
+void TransposeBlock(const C* s, int64_t ss, C* d, int64_t ds, int64_t ni, int64_t nj, bool fast) {
+  int64_t i8 = 0, j8 = 0;  // [0, i8) x [0, j8) in 8 x 8 register transposes
+  if constexpr (std::is_same_v<C, float>) {
+    if (fast) {
+      i8 = ni / 8 * 8;
+      j8 = nj / 8 * 8;
+      for (int64_t i = 0; i < i8; i += 8)
+        for (int64_t j = 0; j < j8; j += 8)
+          Transpose8x8Avx2(s + i * ss + j, ss, d + j * ds + i, ds);
+    }
+  }
+  // The rest: columns [j8, nj) of every row, rows [i8, ni) of the others.
+  for (int64_t j = 0; j < nj; ++j)
+    for (int64_t i = j < j8 ? i8 : 0; i < ni; ++i) d[j * ds + i] = s[i * ss + j];
+}
+
+/// dst[b, j, i] = src[b, i, j] converted (ConvertRun) for b < n, i < rows, j < cols: n matrices
+/// transposed in 16 x 64 blocks, so that both sides are read and written a cache line at a time
+/// (NCHW to NHWC is rows = C, cols = H*W; back is the other way round). Blocks in parallel; a
+/// conversion goes through floats on the stack, the rows widened before the transpose or the
+/// transposed rows rounded after it.
+template <typename S, typename D>
+void TransposeBlocks(const S* src, D* dst, int64_t n, int64_t rows, int64_t cols, int num_threads) {
   constexpr int64_t kRows = 16, kCols = 64;
   const int64_t row_blocks = (rows + kRows - 1) / kRows, col_blocks = (cols + kCols - 1) / kCols;
   const int64_t blocks = n * row_blocks * col_blocks;
@@ -128,22 +167,20 @@ void TransposeBlocks(const S* src, D* dst, int64_t n, int64_t rows, int64_t cols
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t b = blk / (row_blocks * col_blocks), rem = blk % (row_blocks * col_blocks);
     const int64_t i0 = rem / col_blocks * kRows, j0 = rem % col_blocks * kCols;
-    const int64_t i1 = std::min(rows, i0 + kRows), j1 = std::min(cols, j0 + kCols);
-    const S* s = src + b * rows * cols;
-    D* d = dst + b * rows * cols;
-    int64_t i8 = i0, j8 = j0;  // with AVX: [i0, i8) x [j0, j8) in 8 x 8 register transposes
-    if constexpr (std::is_same_v<S, float> && std::is_same_v<D, float>) {
-      if (fast) {
-        i8 = i0 + (i1 - i0) / 8 * 8;
-        j8 = j0 + (j1 - j0) / 8 * 8;
-        for (int64_t i = i0; i < i8; i += 8)
-          for (int64_t j = j0; j < j8; j += 8)
-            Transpose8x8Avx2(s + i * cols + j, cols, d + j * rows + i, rows);
-      }
+    const int64_t ni = std::min(rows, i0 + kRows) - i0, nj = std::min(cols, j0 + kCols) - j0;
+    const S* s = src + b * rows * cols + i0 * cols + j0;
+    D* d = dst + b * rows * cols + j0 * rows + i0;
+    if constexpr (std::is_same_v<S, D>) {
+      TransposeBlock(s, cols, d, rows, ni, nj, fast);
+    } else if constexpr (std::is_same_v<D, float>) {
+      alignas(64) float tmp[kRows * kCols];
+      for (int64_t i = 0; i < ni; ++i) WidenRun(s + i * cols, tmp + i * kCols, nj);
+      TransposeBlock<float>(tmp, kCols, d, rows, ni, nj, fast);
+    } else {
+      alignas(64) float tmp[kCols * kRows];
+      TransposeBlock<float>(s, cols, tmp, kRows, ni, nj, fast);
+      for (int64_t j = 0; j < nj; ++j) NarrowRun(tmp + j * kRows, d + j * rows, ni);
     }
-    // The rest, element by element: columns [j8, j1) of every row, rows [i8, i1) of the others.
-    for (int64_t j = j0; j < j1; ++j)
-      for (int64_t i = j < j8 ? i8 : i0; i < i1; ++i) d[j * rows + i] = convert(s[i * cols + j]);
   }
 }
 
@@ -159,12 +196,10 @@ const C* ToNHWC(const Tensor& t, DataFormat format, int64_t n, int64_t h, int64_
   buf->resize(static_cast<size_t>(n * h * w * c));
   C* dst = buf->data();
   if (format == DataFormat::kNHWC) {
-    const int64_t total = n * h * w * c;
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, total, 1 << 16)) schedule(static)
-    for (int64_t i = 0; i < total; ++i) dst[i] = Widen<C>(src[i]);
-    return dst;
+    ConvertParallel(src, dst, n * h * w * c, num_threads);
+  } else {
+    TransposeBlocks(src, dst, n, c, h * w, num_threads);
   }
-  TransposeBlocks(src, dst, n, c, h * w, num_threads, [](T v) { return Widen<C>(v); });
   return dst;
 }
 
@@ -174,18 +209,19 @@ const C* ToCompute(const Tensor& t, WorkBuffer<C>* buf) {
   const T* src = t.data<T>();
   if constexpr (std::is_same_v<T, C>) return src;
   buf->resize(static_cast<size_t>(t.num_elements()));
-  for (int64_t i = 0; i < t.num_elements(); ++i) (*buf)[static_cast<size_t>(i)] = Widen<C>(src[i]);
+  ConvertRun(src, buf->data(), t.num_elements());
   return buf->data();
 }
 
 /// Where an NHWC result of type C should be computed: straight into `out` when it is already
-/// NHWC of type C, else into `buf`, to be stored by StoreNHWC.
+/// NHWC of type C, else into `buf`, to be stored by StoreNHWC. Not zeroed: the kernels write
+/// every element of a result, as they must where it is `out` itself.
 template <typename T, typename C>
 C* OutputBuffer(Tensor* out, DataFormat format, WorkBuffer<C>* buf) {
   if constexpr (std::is_same_v<T, C>) {
     if (format == DataFormat::kNHWC) return out->data<T>();
   }
-  buf->assign(static_cast<size_t>(out->num_elements()), C{0});
+  buf->resize(static_cast<size_t>(out->num_elements()));
   return buf->data();
 }
 
@@ -197,12 +233,10 @@ void StoreNHWC(const C* src, Tensor* out, DataFormat format, int64_t n, int64_t 
   T* dst = out->data<T>();
   if (static_cast<const void*>(src) == static_cast<const void*>(dst)) return;
   if (format == DataFormat::kNHWC) {
-    const int64_t total = n * h * w * c;
-#pragma omp parallel for num_threads(ThreadsFor(num_threads, total, 1 << 16)) schedule(static)
-    for (int64_t i = 0; i < total; ++i) dst[i] = static_cast<T>(src[i]);
-    return;
+    ConvertParallel(src, dst, n * h * w * c, num_threads);
+  } else {
+    TransposeBlocks(src, dst, n, h * w, c, num_threads);
   }
-  TransposeBlocks(src, dst, n, h * w, c, num_threads, [](C v) { return static_cast<T>(v); });
 }
 
 }  // namespace blockflow::conv::internal

@@ -285,12 +285,20 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
     }
   }
   if (k.cancelled()) return;
+  // The sums straight into `out` when it is of the compute type; else into the first partial
+  // sum, rounded into `out` after, a vector at a time (ConvertParallel).
+  C* sums = partial.data();
 #pragma omp parallel for num_threads(ThreadsFor(k.num_threads, size* nt, 1 << 16)) schedule(static)
   for (int64_t i = 0; i < size; ++i) {
-    C s = partial[static_cast<size_t>(i)];
-    for (int t = 1; t < nt; ++t) s += partial[static_cast<size_t>(t * stride + i)];
-    out[i] = static_cast<T>(s);
+    C s = sums[i];
+    for (int t = 1; t < nt; ++t) s += sums[t * stride + i];
+    if constexpr (std::is_same_v<T, C>) {
+      out[i] = s;
+    } else {
+      sums[i] = s;
+    }
   }
+  if constexpr (!std::is_same_v<T, C>) ConvertParallel(sums, out, size, k.num_threads);
 }
 
 /// The signature of every optimized row kernel: geometry, two operands, the result, the batch

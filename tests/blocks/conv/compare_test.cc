@@ -545,8 +545,9 @@ Tensor Transposed(const Tensor& t, bool to_nchw) {
 }
 
 // NCHW and NHWC are one problem: the optimized kernels give the same bits in either layout
-// (after transposing the activations), in float64 (and in float32, whose transpositions take
-// the AVX register path), at every ISA and thread count. Shapes with
+// (after transposing the activations), in float64, in float32 (whose transpositions take the
+// AVX register path) and in float16 and bfloat16 (transposed through float blocks, widened and
+// rounded a vector at a time), at every ISA and thread count. Shapes with
 // vector tiles, channel remainders, strides, groups and a small-spatial, many-channel layer
 // (a detector's fc6 as a 3x3 VALID convolution, cut down).
 TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
@@ -586,7 +587,7 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
     q.format = "NCHW";
     Expected<Resolved> rp = Resolve(p), rq = Resolve(q);
     ASSERT_TRUE(rp.ok() && rq.ok()) << p.ToString();
-    for (DType dtype : {DType::kFloat64, DType::kFloat32}) {
+    for (DType dtype : {DType::kFloat64, DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
       const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
       const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
       const Tensor dy = RandomTensor(dtype, OutputShape(rp->attrs, rp->geometry), rng);
@@ -613,7 +614,7 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
       }
     }
   }
-  EXPECT_EQ(checked, 8 * 2 * 3 * 2 * 3);
+  EXPECT_EQ(checked, 8 * 4 * 3 * 2 * 3);
 }
 
 }  // namespace
