@@ -2,15 +2,18 @@
 // every output element must be written on every path. The pool is first filled with NaN
 // garbage (tensors of the output's size, filled with all-ones bytes, a NaN in every float type,
 // then freed), so the block's output reuses that memory; any element a kernel leaves unwritten
-// shows as NaN against a reference computed into zeroed memory.
+// shows as NaN against a reference computed into zeroed memory. The kernels' result buffers are
+// filled with NaN the same way.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "blocks/conv/layout.h"
 #include "conv_test_util.h"
 #include "core/allocator.h"
 #include "tests/util/block_compare.h"
@@ -32,6 +35,17 @@ void PoisonPool(DType dtype, const Shape& shape) {
     junk.push_back(Tensor::Uninitialized(dtype, shape));
   }
   for (Tensor& t : junk) std::memset(t.raw(), 0xff, t.num_bytes());
+}
+
+// The buffer a kernel computes a converted or transposed result in (the float32 buffer of a
+// float16 op, an NCHW result before its transposition) is not zeroed either, and is kept
+// between the calling thread's kernel calls (internal::Reused): filled with NaN here, so that an
+// element a kernel leaves unwritten there shows too.
+void PoisonResultBuffers(int64_t elements) {
+  internal::Reused<float> f(internal::kSlotResult);
+  f->assign(static_cast<size_t>(elements), std::numeric_limits<float>::quiet_NaN());
+  internal::Reused<double> d(internal::kSlotResult);
+  d->assign(static_cast<size_t>(elements), std::numeric_limits<double>::quiet_NaN());
 }
 
 struct Case {
@@ -106,6 +120,7 @@ TEST(UninitializedOutputs, EveryElementIsWritten) {
       ASSERT_TRUE(analyzed.status().ok()) << what << ": " << analyzed.status().message();
       for (bool reference : {true, false}) {
         PoisonPool(c.dtype, expected->shape());
+        PoisonResultBuffers(expected->num_elements());
         {  // The poison reaches the next output of this size.
           const Tensor probe = Tensor::Uninitialized(c.dtype, expected->shape());
           ASSERT_TRUE(std::isnan(probe.GetAsDouble(probe.num_elements() - 1))) << what;
