@@ -7,6 +7,8 @@
 #include <immintrin.h>
 #define BF_CONVERT_X86 1
 #define BF_TARGET_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 intrinsics pass an `_mm512_undefined_*()` source to their builtins, which
 // -Wmaybe-uninitialized reports once they are inlined here: a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
