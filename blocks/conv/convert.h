@@ -2,7 +2,7 @@
 // operand conversions (not part of the public API). A vector at a time where the CPU allows
 // (F16C's vcvtph2ps and vcvtps2ph for IEEE half, integer shifts and adds for bfloat16), bit for
 // bit what Half and BFloat16 give one value at a time, NaNs included; those convert through
-// out-of-line functions with a branch per case, about 6 ns a value, which made a float16
+// out-of-line functions with a branch per case, about 4 ns a value, which made a float16
 // convolution several times slower than its kernel.
 //
 //   WidenRun(halves, floats, n);    // floats[i] = float(halves[i]), exact
