@@ -333,7 +333,8 @@ std::vector<Scaling> ThreadScaling(const std::vector<Row>& rows, const std::vect
 
 // Per op and thread count: how many of the counted pairs reach the goal, the lowest speedup,
 // then every counted pair below the goal.
-void PrintScaling(const std::vector<Scaling>& scaling, const std::vector<std::string>& ops) {
+void PrintScaling(const std::vector<Scaling>& scaling, const std::vector<std::string>& ops,
+                  const std::vector<int>& threads) {
   if (scaling.empty()) return;
   std::printf(
       "\nThreads over one thread, blockflow's wall time (goal: 0.9x the threads, on the "
@@ -341,12 +342,8 @@ void PrintScaling(const std::vector<Scaling>& scaling, const std::vector<std::st
       kScalingMflop);
   std::printf("| op | threads | pairs counted | at the goal | lowest (oneDNN blocked there) |\n");
   std::printf("|---|---|---|---|---|\n");
-  std::vector<int> counts;
-  for (const Scaling& s : scaling)
-    if (std::find(counts.begin(), counts.end(), s.threads) == counts.end())
-      counts.push_back(s.threads);
   for (const std::string& o : ops) {
-    for (int t : counts) {
+    for (int t : threads) {
       int counted = 0, met = 0;
       const Scaling* low = nullptr;
       for (const Scaling& s : scaling) {
@@ -510,7 +507,7 @@ int Main(const Options& opt) {
     }
   }
   const std::vector<Scaling> scaling = ThreadScaling(rows, opt.threads);
-  PrintScaling(scaling, ops);
+  PrintScaling(scaling, ops, opt.threads);
   if (!all_ok) std::printf("\nMISMATCH: some results differ from oneDNN's beyond tolerance\n");
 
   if (!opt.json.empty()) {

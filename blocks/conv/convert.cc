@@ -36,27 +36,26 @@ bool HasF16c() {
   return f16c;
 }
 
-// The functions below convert the whole vectors of a run and return how many elements they
-// converted. Where the hardware and the scalar conversions differ, which is on NaNs only, the
-// NaN lanes are rebuilt as the scalar ones make them: HalfBitsToFloat keeps a half NaN's payload
-// as it is (vcvtph2ps quiets a signalling one), FloatToHalfBits makes every NaN the quiet half
-// 0x7e00 with its sign (vcvtps2ph keeps the payload's upper bits).
+// Lanes `mask` of a vector's values redone one at a time. The functions below convert the whole
+// vectors of a run and return how many elements they converted; where the hardware and the
+// scalar conversions differ, which is on NaNs only, the NaN lanes are redone this way:
+// HalfBitsToFloat keeps a half NaN's payload as it is (vcvtph2ps quiets a signalling one),
+// FloatToHalfBits makes every NaN the quiet half 0x7e00 with its sign (vcvtps2ph keeps the
+// payload's upper bits), and bfloat16's rounding add would carry a NaN into the exponent.
+template <typename S, typename D>
+void RedoLanes(const S* src, D* dst, unsigned mask) {
+  for (; mask != 0; mask &= mask - 1) {
+    const int lane = __builtin_ctz(mask);
+    dst[lane] = static_cast<D>(src[lane]);
+  }
+}
 
 BF_TARGET_AVX512 int64_t WidenHalfAvx512(const Half* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    __m512 f = _mm512_cvtph_ps(h);
-    const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-    if (nan != 0) {
-      const __m512i w = _mm512_cvtepu16_epi32(h);
-      const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x8000)), 16);
-      const __m512i payload = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x3ff)), 13);
-      const __m512i bits =
-          _mm512_or_si512(sign, _mm512_or_si512(_mm512_set1_epi32(0x7f800000), payload));
-      f = _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(bits));
-    }
+    const __m512 f = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
     _mm512_storeu_ps(dst + i, f);
+    RedoLanes(src + i, dst + i, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q));
   }
   return i;
 }
@@ -65,15 +64,9 @@ BF_TARGET_AVX512 int64_t NarrowHalfAvx512(const float* src, Half* dst, int64_t n
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 f = _mm512_loadu_ps(src + i);
-    __m256i h = _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
-    const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-    if (nan != 0) {
-      const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(f), 16),
-                                            _mm512_set1_epi32(0x8000));
-      const __m256i quiet = _mm512_cvtepi32_epi16(_mm512_or_si512(sign, _mm512_set1_epi32(0x7e00)));
-      h = _mm256_mask_blend_epi16(nan, h, quiet);
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), h);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
+    RedoLanes(src + i, dst + i, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q));
   }
   return i;
 }
@@ -88,43 +81,32 @@ BF_TARGET_AVX512 int64_t WidenBFloat16Avx512(const BFloat16* src, float* dst, in
 }
 
 // FloatToBFloat16Bits a vector at a time: x + 0x7fff + (bit 16 of x), the upper half (to nearest
-// even); a NaN's upper half with the quiet bit set.
+// even).
 BF_TARGET_AVX512 int64_t NarrowBFloat16Avx512(const float* src, BFloat16* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512i x = _mm512_loadu_si512(src + i);
-    const __m512i upper = _mm512_srli_epi32(x, 16);
-    const __m512i lsb = _mm512_and_si512(upper, _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(
+    const __m512 f = _mm512_loadu_ps(src + i);
+    const __m512i x = _mm512_castps_si512(f);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_srli_epi32(
         _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
-    const __mmask16 nan = _mm512_cmpgt_epi32_mask(
-        _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(upper, _mm512_set1_epi32(0x40)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtepi32_epi16(r));
+    RedoLanes(src + i, dst + i, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q));
   }
   return i;
 }
 
-// Eight 32-bit lanes, each below 2^16, as eight 16-bit lanes.
-BF_TARGET_AVX2_F16C __m128i Pack16(__m256i v) {
-  return _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+// The AVX2 variants: the same steps, eight lanes at a time.
+BF_TARGET_AVX2_F16C unsigned NanLanes(__m256 f) {
+  return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
 }
 
 BF_TARGET_AVX2_F16C int64_t WidenHalfAvx2(const Half* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    __m256 f = _mm256_cvtph_ps(h);
-    const __m256 nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
-    if (_mm256_movemask_ps(nan) != 0) {
-      const __m256i w = _mm256_cvtepu16_epi32(h);
-      const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x8000)), 16);
-      const __m256i payload = _mm256_slli_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x3ff)), 13);
-      const __m256i bits =
-          _mm256_or_si256(sign, _mm256_or_si256(_mm256_set1_epi32(0x7f800000), payload));
-      f = _mm256_blendv_ps(f, _mm256_castsi256_ps(bits), nan);
-    }
+    const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
     _mm256_storeu_ps(dst + i, f);
+    RedoLanes(src + i, dst + i, NanLanes(f));
   }
   return i;
 }
@@ -133,18 +115,9 @@ BF_TARGET_AVX2_F16C int64_t NarrowHalfAvx2(const float* src, Half* dst, int64_t 
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 f = _mm256_loadu_ps(src + i);
-    __m128i h = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
-    const __m256 nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
-    if (_mm256_movemask_ps(nan) != 0) {
-      const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(f), 16),
-                                            _mm256_set1_epi32(0x8000));
-      const __m128i quiet = Pack16(_mm256_or_si256(sign, _mm256_set1_epi32(0x7e00)));
-      const __m256i m = _mm256_castps_si256(nan);
-      const __m128i mask =
-          _mm_packs_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
-      h = _mm_blendv_epi8(h, quiet, mask);
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
+    RedoLanes(src + i, dst + i, NanLanes(f));
   }
   return i;
 }
@@ -162,16 +135,15 @@ BF_TARGET_AVX2_F16C int64_t WidenBFloat16Avx2(const BFloat16* src, float* dst, i
 BF_TARGET_AVX2_F16C int64_t NarrowBFloat16Avx2(const float* src, BFloat16* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    const __m256i upper = _mm256_srli_epi32(x, 16);
-    const __m256i lsb = _mm256_and_si256(upper, _mm256_set1_epi32(1));
+    const __m256 f = _mm256_loadu_ps(src + i);
+    const __m256i x = _mm256_castps_si256(f);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
     const __m256i r = _mm256_srli_epi32(
         _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
-                                           _mm256_set1_epi32(0x7f800000));
-    const __m256i quiet = _mm256_or_si256(upper, _mm256_set1_epi32(0x40));
+    // The eight lanes, each below 2^16, packed to 16 bits.
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                     Pack16(_mm256_blendv_epi8(r, quiet, nan)));
+                     _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+    RedoLanes(src + i, dst + i, NanLanes(f));
   }
   return i;
 }
