@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -372,13 +373,13 @@ BF_DW_ROWS_FNS(DwForwardRowStream, DwForwardRowStreamT, double)
 // NOLINTEND(bugprone-macro-parentheses)
 
 // Input gradient tile: dx[iw = r + sw*(t0 + p), c0 + c] for p < P, c < NV*L, = sum over the
-// reaching taps of dy[ow, c] * w[kh, kw, c]; `stream`: stored with StreamVec.
+// reaching taps of dy[ow, c] * w[kh, kw, c], into the row dxrow; `stream`: stored with StreamVec.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restrict w,
-                                        const C* __restrict dy, C* __restrict dx, int64_t n,
-                                        int64_t ih, const C* zeros, const PairList& rows,
-                                        const PairList& cols, int64_t r, int64_t count, int64_t t0,
-                                        int64_t c0, bool stream) {
+                                        const C* __restrict dy, C* __restrict dxrow, int64_t n,
+                                        const C* zeros, const PairList& rows, const PairList& cols,
+                                        int64_t r, int64_t count, int64_t t0, int64_t c0,
+                                        bool stream) {
   using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ch = g.out_depth;
@@ -404,25 +405,45 @@ BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restri
       }
     }
   }
-  C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ch + c0;
   for (int p = 0; p < P && t0 + p < count; ++p)
     for (int k = 0; k < NV; ++k)
-      PutVec(dxrow + (r + g.stride_w * (t0 + p)) * ch + k * L, acc[p][k], stream);
+      PutVec(dxrow + (r + g.stride_w * (t0 + p)) * ch + c0 + k * L, acc[p][k], stream);
 }
 
-// Input gradient of one input row, by stride phase (iw = r + sw*t) so that a tap reaches a
-// whole tile or none of it; the reaching taps are resolved once per row and phase (integer
-// division per tile would cost more than the tile's arithmetic).
-template <typename C, typename V, int P, int NV>
-BF_CONV_INLINE void DwBackpropInputRowT(const ConvGeometry& g, const C* __restrict w,
-                                        const C* __restrict dy, C* __restrict dx, int64_t n,
-                                        int64_t ih, const C* zeros, IntPair* scratch) {
+// The input gradient of one input row (dxrow; batch n, reached by `rows`) for the channels
+// [c_begin, ch), in plain loops: the channels after the last full vector.
+template <typename C>
+void DwBackpropInputChannels(const ConvGeometry& g, const C* __restrict w, const C* __restrict dy,
+                             C* __restrict dxrow, int64_t n, const PairList& rows,
+                             int64_t c_begin) {
+  const int64_t ch = g.out_depth;
+  for (int64_t iw = 0; iw < g.in_w && c_begin < ch; ++iw) {
+    C* __restrict dxp = dxrow + iw * ch;
+    for (int64_t c = c_begin; c < ch; ++c) dxp[c] = C{0};
+    for (const auto& [kh, oh] : rows) {
+      for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+        const int64_t tw = iw + g.pad_left - kw * g.dilation_w;
+        if (tw < 0 || tw % g.stride_w != 0 || tw / g.stride_w >= g.out_w) continue;
+        const C* __restrict dyp = dy + ((n * g.out_h + oh) * g.out_w + tw / g.stride_w) * ch;
+        const C* __restrict wp = w + (kh * g.filter_w + kw) * ch;
+        for (int64_t c = c_begin; c < ch; ++c) dxp[c] += dyp[c] * wp[c];
+      }
+    }
+  }
+}
+
+// Input gradient of input row ih of image n into the row dxrow, by stride phase (iw = r + sw*t)
+// so that a tap reaches a whole tile or none of it; the reaching taps are resolved once per row
+// and phase (integer division per tile would cost more than the tile's arithmetic). kStream:
+// the vector stores bypass the caches (StreamVec) where the row allows them.
+template <typename C, typename V, int P, int NV, bool kStream>
+BF_CONV_INLINE void DwBackpropInputRowImpl(const ConvGeometry& g, const C* __restrict w,
+                                           const C* __restrict dy, C* __restrict dxrow, int64_t n,
+                                           int64_t ih, const C* zeros, IntPair* scratch) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t ch = g.out_depth, c_vec = ch - ch % L;
-  const int64_t row_bytes = g.in_w * ch * static_cast<int64_t>(sizeof(C));
-  const bool stream = !kIsSplitVec<V> && row_bytes % 64 == 0 && ch % L == 0 &&
-                      reinterpret_cast<uintptr_t>(dx) % 64 == 0 &&
-                      g.batch * g.in_h * row_bytes > kStreamBytes;
+  const bool stream =
+      kStream && !kIsSplitVec<V> && ch % L == 0 && reinterpret_cast<uintptr_t>(dxrow) % 64 == 0;
   PairList rows(scratch), cols(scratch + g.filter_h);
   ReachingRows(g, ih, &rows);
   for (int64_t r = 0; r < g.stride_w && r < g.in_w && c_vec > 0; ++r) {
@@ -431,28 +452,36 @@ BF_CONV_INLINE void DwBackpropInputRowT(const ConvGeometry& g, const C* __restri
     for (int64_t t0 = 0; t0 < count; t0 += P) {
       int64_t c0 = 0;
       for (; c0 + NV * L <= ch; c0 += NV * L)
-        DwBackpropInputTile<C, V, P, NV>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0,
+        DwBackpropInputTile<C, V, P, NV>(g, w, dy, dxrow, n, zeros, rows, cols, r, count, t0, c0,
                                          stream);
       for (; c0 + L <= ch; c0 += L)
-        DwBackpropInputTile<C, V, P, 1>(g, w, dy, dx, n, ih, zeros, rows, cols, r, count, t0, c0,
+        DwBackpropInputTile<C, V, P, 1>(g, w, dy, dxrow, n, zeros, rows, cols, r, count, t0, c0,
                                         stream);
     }
   }
   if (stream) StreamFence();
-  if (c_vec == ch) return;
-  C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ch;
-  for (int64_t iw = 0; iw < g.in_w; ++iw) {
-    C* __restrict dxp = dxrow + iw * ch;
-    for (int64_t c = c_vec; c < ch; ++c) dxp[c] = C{0};
-    for (const auto& [kh, oh] : rows) {
-      for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-        const int64_t tw = iw + g.pad_left - kw * g.dilation_w;
-        if (tw < 0 || tw % g.stride_w != 0 || tw / g.stride_w >= g.out_w) continue;
-        const C* __restrict dyp = dy + ((n * g.out_h + oh) * g.out_w + tw / g.stride_w) * ch;
-        const C* __restrict wp = w + (kh * g.filter_w + kw) * ch;
-        for (int64_t c = c_vec; c < ch; ++c) dxp[c] += dyp[c] * wp[c];
-      }
-    }
+  DwBackpropInputChannels(g, w, dy, dxrow, n, rows, c_vec);
+}
+
+template <typename C, typename V, int P, int NV>
+BF_CONV_INLINE void DwBackpropInputRowT(const ConvGeometry& g, const C* __restrict w,
+                                        const C* __restrict dy, C* __restrict dxrow, int64_t n,
+                                        int64_t ih, const C* zeros, IntPair* scratch) {
+  DwBackpropInputRowImpl<C, V, P, NV, false>(g, w, dy, dxrow, n, ih, zeros, scratch);
+}
+template <typename C, typename V, int P, int NV>
+BF_CONV_INLINE void DwBackpropInputRowStreamT(const ConvGeometry& g, const C* __restrict w,
+                                              const C* __restrict dy, C* __restrict dxrow,
+                                              int64_t n, int64_t ih, const C* zeros,
+                                              IntPair* scratch) {
+  if constexpr (kIsSplitVec<V>) {
+    // Streamed stores are AVX-512's (BackpropInputRowFor): the other ISAs' variants, never
+    // called, are the plain loops, correct and quick to compile.
+    PairList rows(scratch);
+    ReachingRows(g, ih, &rows);
+    DwBackpropInputChannels(g, w, dy, dxrow, n, rows, 0);
+  } else {
+    DwBackpropInputRowImpl<C, V, P, NV, true>(g, w, dy, dxrow, n, ih, zeros, scratch);
   }
 }
 
@@ -670,12 +699,18 @@ BF_CONV_INLINE void DwBackpropFilterRowT(const ConvGeometry& g, const C* const* 
 }
 
 // The strided input gradient's hot loop measured 15-20% slower (mnv2_dw_112x96_s2) when an
-// unrelated edit moved it within a cache line; a 64-byte aligned start keeps its layout fixed.
+// unrelated edit moved it within a cache line; a 64-byte aligned start keeps its layout fixed
+// (both variants).
 BF_TARGET_AVX512 __attribute__((aligned(64))) void DwBackpropInputRowAvx512(
+    const ConvGeometry& g, const float* a, const float* b, float* c, int64_t n, int64_t r,
+    const float* z, IntPair* sc);
+BF_TARGET_AVX512 __attribute__((aligned(64))) void DwBackpropInputRowStreamAvx512(
     const ConvGeometry& g, const float* a, const float* b, float* c, int64_t n, int64_t r,
     const float* z, IntPair* sc);
 BF_CONV_ROW_FNS(DwBackpropInputRow, DwBackpropInputRowT, float)
 BF_CONV_ROW_FNS(DwBackpropInputRow, DwBackpropInputRowT, double)
+BF_CONV_ROW_FNS(DwBackpropInputRowStream, DwBackpropInputRowStreamT, float)
+BF_CONV_ROW_FNS(DwBackpropInputRowStream, DwBackpropInputRowStreamT, double)
 BF_DW_ROWS_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, float)
 BF_DW_ROWS_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, double)
 #undef BF_DW_ROWS_FNS
@@ -883,15 +918,29 @@ ConvGeometry Expanded(const ConvGeometry& g) {
   return e;
 }
 
-// The input rows that the row kernels read, in a per-thread ring of rows when they are not the
-// input's own rows: channel-expanded for a multiplier M > 1 (xe[c*M + m] = x[c]), and with a
-// padded pixel stride when C*M channels are a multiple of 4 KiB. Pixels 4 KiB apart all fall in
-// one set of the 8-way L1 cache, and a 3x3 tile reads ten of them at once (nine taps and the
-// gradient): one more cache line per pixel spreads them over ten sets (mnv1_dw13, 1024
-// channels: the filter gradient 2x faster). Padding pixels 2 KiB apart as well made the filter
-// gradient of mnv1_dw8_14x512 7% faster on one thread but 20-40% slower on two, and the forward
-// 10% slower (the copy).
+// xe[c*M + m] = x[c] for c < n, m < M: one pixel's channels spread over the multiplier.
 template <typename C>
+void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t mult) {
+  if (mult == 1) {
+    std::copy_n(x, n, xe);
+  } else if (mult == 2) {
+    for (int64_t c = 0; c < n; ++c) xe[2 * c] = xe[2 * c + 1] = x[c];
+  } else {
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t m = 0; m < mult; ++m) xe[c * mult + m] = x[c];
+  }
+}
+
+// The input rows that the row kernels read, in a per-thread ring of rows of C when they are not
+// the input's own rows: channel-expanded for a multiplier M > 1 (xe[c*M + m] = x[c]), widened
+// from a 16-bit input S (a row at a time, while it is in cache, instead of the whole input
+// before the kernel), and with a padded pixel stride when C*M channels are a multiple of 4 KiB.
+// Pixels 4 KiB apart all fall in one set of the 8-way L1 cache, and a 3x3 tile reads ten of
+// them at once (nine taps and the gradient): one more cache line per pixel spreads them over ten
+// sets (mnv1_dw13, 1024 channels: the filter gradient 2x faster). Padding pixels 2 KiB apart as
+// well made the filter gradient of mnv1_dw8_14x512 7% faster on one thread but 20-40% slower on
+// two, and the forward 10% slower (the copy).
+template <typename S, typename C>
 class ExpandedRows {
  public:
   /// The pixel stride of the rows Row returns.
@@ -900,32 +949,41 @@ class ExpandedRows {
     constexpr int64_t kLine = 64 / sizeof(C);
     return (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 ? s + kLine : s;
   }
-  static bool Copies(const ConvGeometry& g) { return Stride(g) != g.in_depth; }
+  static bool Copies(const ConvGeometry& g) {
+    return !std::is_same_v<S, C> || Stride(g) != g.in_depth;
+  }
   static int64_t Slots(const ConvGeometry& g) {
     return Copies(g) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
   }
   static int64_t RowSize(const ConvGeometry& g) { return g.in_w * Stride(g); }
   // ring: `slots` * RowSize(g) elements (Slots(g), or in_h to hold whole images); keys: `slots`
   // entries set to -1.
-  ExpandedRows(const ConvGeometry& g, const C* x, C* ring, int64_t* keys, int64_t slots)
+  ExpandedRows(const ConvGeometry& g, const S* x, C* ring, int64_t* keys, int64_t slots)
       : g_(g), x_(x), ring_(ring), keys_(keys), slots_(slots) {}
 
   const C* Row(int64_t n, int64_t ih) {
     const int64_t key = n * g_.in_h + ih, ch = g_.in_depth, mult = g_.multiplier;
-    const C* src = x_ + key * g_.in_w * ch;
-    if (slots_ == 0) return src;
+    const S* src = x_ + key * g_.in_w * ch;
+    if constexpr (std::is_same_v<S, C>) {
+      if (slots_ == 0) return src;
+    }
     const int64_t slot = key % slots_, stride = Stride(g_);
-    C* __restrict dst = ring_ + slot * RowSize(g_);
+    C* dst = ring_ + slot * RowSize(g_);
     if (keys_[slot] == key) return dst;
     keys_[slot] = key;
     for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride) {
-      if (mult == 1) {
-        std::copy(src, src + ch, dst);
-      } else if (mult == 2) {
-        for (int64_t c = 0; c < ch; ++c) dst[2 * c] = dst[2 * c + 1] = src[c];
-      } else {
-        for (int64_t c = 0; c < ch; ++c)
-          for (int64_t m = 0; m < mult; ++m) dst[c * mult + m] = src[c];
+      if constexpr (std::is_same_v<S, C>) {
+        SpreadChannels(src, dst, ch, mult);
+      } else if (mult == 1) {
+        WidenRun(src, dst, ch);
+      } else {  // widened a chunk at a time on the stack, then spread
+        constexpr int64_t kChunk = 256;
+        alignas(64) C wide[kChunk];
+        for (int64_t c0 = 0; c0 < ch; c0 += kChunk) {
+          const int64_t n_c = std::min(kChunk, ch - c0);
+          WidenRun(src + c0, wide, n_c);
+          SpreadChannels(wide, dst + c0 * mult, n_c, mult);
+        }
       }
     }
     return ring_ + slot * RowSize(g_);
@@ -933,7 +991,7 @@ class ExpandedRows {
 
  private:
   const ConvGeometry& g_;
-  const C* x_;
+  const S* x_;
   C* ring_;
   int64_t* keys_;
   int64_t slots_;
@@ -941,21 +999,22 @@ class ExpandedRows {
 
 // Per-thread ExpandedRows over the input, and the input rows that the filter rows of one output
 // row read: every buffer is allocated here, outside the parallel regions.
-template <typename C>
+template <typename S, typename C>
 class ExpandedInputRows {
  public:
   /// `whole_images`: the ring holds every row of an image (Image), not just the rows one output
   /// row reads (FilterRows).
-  ExpandedInputRows(const ConvGeometry& g, const C* x, int nt, bool whole_images = false)
+  ExpandedInputRows(const ConvGeometry& g, const S* x, int nt, bool whole_images = false)
       : g_(g),
         e_(Expanded(g)),
         x_(x),
-        slots_(whole_images && ExpandedRows<C>::Copies(g) ? g.in_h : ExpandedRows<C>::Slots(g)),
-        row_size_(ExpandedRows<C>::RowSize(g)),
+        slots_(whole_images && ExpandedRows<S, C>::Copies(g) ? g.in_h
+                                                             : ExpandedRows<S, C>::Slots(g)),
+        row_size_(ExpandedRows<S, C>::RowSize(g)),
         ring_(kSlotInputRows),
         keys_(nt, slots_, -1),
         rows_(nt, g.filter_h) {
-    e_.in_depth = ExpandedRows<C>::Stride(g);
+    e_.in_depth = ExpandedRows<S, C>::Stride(g);
     // Kept between calls and not cleared (the keys say which rows a slot holds), instead of
     // a fresh ring faulted in and zeroed by the calling thread alone on every call.
     ring_->resize(static_cast<size_t>(nt * slots_ * row_size_));
@@ -968,7 +1027,7 @@ class ExpandedInputRows {
   /// For output row r (batch n, row oh), on thread `thread`: the input row each filter row kh
   /// reads, expanded to C*M channels, or nullptr where it falls outside the input.
   const C* const* FilterRows(int thread, int64_t r) {
-    ExpandedRows<C> source = Source(thread);
+    ExpandedRows<S, C> source = Source(thread);
     const C** xr = rows_[thread];
     const int64_t n = r / g_.out_h, oh = r % g_.out_h;
     for (int64_t kh = 0; kh < g_.filter_h; ++kh) {
@@ -981,56 +1040,113 @@ class ExpandedInputRows {
   /// Image n's input rows, expanded, on thread `thread` (whole_images only): row ih starts at
   /// ih * in_w * geometry().in_depth.
   const C* Image(int thread, int64_t n) {
-    if (!ExpandedRows<C>::Copies(g_)) return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
-    ExpandedRows<C> source = Source(thread);
+    if constexpr (std::is_same_v<S, C>) {
+      if (!ExpandedRows<S, C>::Copies(g_)) return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
+    }
+    ExpandedRows<S, C> source = Source(thread);
     for (int64_t ih = 0; ih < g_.in_h; ++ih) source.Row(n, ih);
     return ring_.data() + thread * slots_ * row_size_;
   }
 
  private:
-  ExpandedRows<C> Source(int thread) {
-    return ExpandedRows<C>(g_, x_, ring_.data() + thread * slots_ * row_size_, keys_[thread],
-                           slots_);
+  ExpandedRows<S, C> Source(int thread) {
+    return ExpandedRows<S, C>(g_, x_, ring_.data() + thread * slots_ * row_size_, keys_[thread],
+                              slots_);
   }
 
   const ConvGeometry& g_;
   ConvGeometry e_;
-  const C* x_;
+  const S* x_;
   int64_t slots_, row_size_;
   Reused<C> ring_;
   PerThread<int64_t> keys_;
   PerThread<const C*> rows_;
 };
 
+// Whether an output of `elements` values is stored past the caches: more than kStreamBytes,
+// with AVX-512.
+template <typename C>
+bool StreamsOutput(int64_t elements) {
+  return ActiveIsa() == Isa::kAvx512 && elements * static_cast<int64_t>(sizeof(C)) > kStreamBytes;
+}
+
 // The forward row function for an output of `elements` values: past kStreamBytes its stores
 // bypass the caches. One pinned core, CPU time: mnv1_dw1_112x32 (12.8 MB) 1.71-1.82 ->
 // 1.27-1.30 ms, mnv2_dw_56x144 3.19-3.25 -> 1.81-2.52, dw_mult2_56x64 2.15-2.18 -> 1.49-1.53.
 template <typename C>
 DwRowsFn<C> ForwardRowFor(int64_t elements) {
-  const bool stream =
-      ActiveIsa() == Isa::kAvx512 && elements * static_cast<int64_t>(sizeof(C)) > kStreamBytes;
-  return stream ? DwForwardRowStream(C{}) : DwForwardRow(C{});
+  return StreamsOutput<C>(elements) ? DwForwardRowStream(C{}) : DwForwardRow(C{});
 }
+
+// Where the row kernels write the result's rows of `row_size` values: straight into the NHWC
+// result of the compute type (args.result), or, for a 16-bit result the kernel rounds a row at
+// a time (args.result_t), into a per-thread row of C rounded into it by Done while in cache.
+template <typename T>
+class ResultRows {
+ public:
+  using C = ComputeT<T>;
+  ResultRows(const KernelArgs<T>& args, int64_t row_size, int nt)
+      : args_(args), row_size_(row_size), rows_(args.result_t ? nt : 0, row_size) {}
+
+  /// Whether rows go to the result itself: only then may their stores bypass the caches.
+  bool direct() const { return args_.result != nullptr; }
+  /// Where thread `thread` computes row r.
+  C* Row(int64_t r, int thread) { return direct() ? args_.result + r * row_size_ : rows_[thread]; }
+  /// Stores row r, computed at Row(r, thread).
+  void Done(int64_t r, int thread) {
+    if (!direct()) ConvertRun(rows_[thread], args_.result_t + r * row_size_, row_size_);
+  }
+
+ private:
+  const KernelArgs<T>& args_;
+  int64_t row_size_;
+  PerThread<C> rows_;
+};
 
 // The kernel set: one function per op, rows in parallel, polling the cancel flag before each
 // row.
 BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 
+// Every operand a row at a time (the filter gradient's sweep: an image at a time), but the
+// strided input gradient's out_backprop, whose rows it reads across the input rows.
 template <typename T>
-void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
+RowConverted DepthwiseKernels<T>::ConvertsRows(const ConvState& s) {
+  const ConvGeometry& g = s.geometry;
+  switch (s.op) {
+    case ConvOp::kForward:
+      return {.input = true, .result = true};
+    case ConvOp::kBackpropInput:
+      if (g.stride_h == 1 && g.stride_w == 1) return {.out_backprop = true, .result = true};
+      return {.result = true};
+    case ConvOp::kBackpropFilter:
+      return {.input = true, .out_backprop = true};
+  }
+  return {};
+}
+
+// The forward from the NHWC input x, of type C or a 16-bit S widened a row at a time.
+template <typename T, typename S>
+void DwForward(const KernelArgs<T>& args, const S* x, const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
-  const DwRowsFn<C> row = ForwardRowFor<C>(g.batch * g.out_h * g.out_w * g.out_depth);
-  const int64_t rows = g.batch * g.out_h;
+  const int64_t rows = g.batch * g.out_h, row_size = g.out_w * g.out_depth;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  ExpandedInputRows<C> xrows(g, args.x, nt);
+  ResultRows<T> out(args, row_size, nt);
+  const DwRowsFn<C> row = ForwardRowFor<C>(out.direct() ? rows * row_size : 0);
+  ExpandedInputRows<S, C> xrows(g, x, nt);
   const ConvGeometry& e = xrows.geometry();
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
-    row(e, xrows.FilterRows(thread, r), args.w, args.result + r * g.out_w * e.out_depth,
-        zeros.data());
+    row(e, xrows.FilterRows(thread, r), args.w, out.Row(r, thread), zeros.data());
+    out.Done(r, thread);
   });
+}
+
+template <typename T>
+void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
+  if (args.x_t != nullptr) return DwForward(args, args.x_t, ctx);
+  DwForward(args, args.x, ctx);
 }
 
 // out[i] = the sum over m of in[i * mult + m], for i in [0, count): an input gradient of the
@@ -1052,28 +1168,34 @@ void SumOverMultiplier(const C* __restrict in, C* __restrict out, int64_t count,
 // spatial axes, dx[ih, iw, c*M + m] = sum_{kh, kw} dy[ih - pt' + kh*dh, iw - pl' + kw*dw, c*M + m]
 // * w[fh-1-kh, fw-1-kw, c, m] with pt' = (fh-1)*dh - pt, pl' = (fw-1)*dw - pl, then the sum over
 // m. A gather over out_backprop rows: each dx row is written once, from fh dy rows that stay in
-// cache while neighbouring dx rows reuse them.
-template <typename C>
-void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* dx,
-                            const KernelContext& ctx) {
+// cache while neighbouring dx rows reuse them. dy is of type C, or a 16-bit S whose rows are
+// widened into a per-thread ring as they are first read.
+template <typename T, typename S>
+void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, const KernelContext& ctx) {
+  using C = ComputeT<T>;
+  const ConvGeometry& g = args.g;
   const ConvGeometry e = Expanded(g);
   const ConvGeometry f = TurnedForward(e);
   const int64_t ch = e.out_depth, taps = g.filter_h * g.filter_w, mult = g.multiplier;
   WorkBuffer<C> wf(static_cast<size_t>(taps * ch));
   for (int64_t k = 0; k < taps; ++k)
-    std::copy(w + (taps - 1 - k) * ch, w + (taps - k) * ch, wf.begin() + k * ch);
+    std::copy(args.w + (taps - 1 - k) * ch, args.w + (taps - k) * ch, wf.begin() + k * ch);
   const WorkBuffer<C> zeros(static_cast<size_t>(ch), C{0});
-  // With M > 1 the rows go to a per-thread row first (read right back): not streamed.
-  const DwRowsFn<C> row =
-      mult == 1 ? ForwardRowFor<C>(g.batch * g.in_h * g.in_w * ch) : DwForwardRow(C{});
-  const int64_t rows = g.batch * g.in_h;
+  const int64_t rows = g.batch * g.in_h, row_size = g.in_w * g.in_depth;
   const int64_t row_cost = g.in_w * taps * ch;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
+  ResultRows<T> out(args, row_size, nt);
+  // With M > 1 the rows go to a per-thread row first (read right back): not streamed.
+  const DwRowsFn<C> row =
+      mult == 1 && out.direct() ? ForwardRowFor<C>(rows * row_size) : DwForwardRow(C{});
   // Per-thread buffers, allocated here, outside the region: dy row pointers, and with M > 1 one
-  // row of per-channel gradients before the sum over m.
+  // row of per-channel gradients before the sum over m; a 16-bit dy's widened rows.
   const int64_t tmp_size = mult == 1 ? 0 : g.in_w * ch;
   PerThread<C> tmp(nt, tmp_size);
   PerThread<const C*> dr(nt, g.filter_h);
+  std::optional<ExpandedInputRows<S, C>> widened;
+  if constexpr (!std::is_same_v<S, C>) widened.emplace(f, dy, nt);
+  const ConvGeometry& fr = widened ? widened->geometry() : f;  // fr.in_depth: dy rows' stride
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
@@ -1083,17 +1205,23 @@ void DwBackpropInputStride1(const ConvGeometry& g, const C* w, const C* dy, C* d
     for (int64_t r = 0; r < rows; ++r) {
       if (ctx.cancelled()) continue;
       const int64_t n = r / g.in_h, ih = r % g.in_h;
-      for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-        const int64_t oh = ih - f.pad_top + kh * g.dilation_h;
-        drt[kh] = (oh >= 0 && oh < g.out_h) ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
+      const C* const* dyrows = drt;
+      if constexpr (std::is_same_v<S, C>) {
+        for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+          const int64_t oh = ih - f.pad_top + kh * g.dilation_h;
+          drt[kh] = (oh >= 0 && oh < g.out_h) ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
+        }
+      } else {
+        dyrows = widened->FilterRows(t, r);
       }
-      C* dxrow = dx + r * g.in_w * g.in_depth;
+      C* dxrow = out.Row(r, t);
       if (mult == 1) {
-        row(f, drt, wf.data(), dxrow, zeros.data());
-        continue;
+        row(fr, dyrows, wf.data(), dxrow, zeros.data());
+      } else {
+        row(fr, dyrows, wf.data(), tmpt, zeros.data());
+        SumOverMultiplier(tmpt, dxrow, row_size, mult);
       }
-      row(f, drt, wf.data(), tmpt, zeros.data());
-      SumOverMultiplier(tmpt, dxrow, g.in_w * g.in_depth, mult);
+      out.Done(r, t);
     }
   }
 }
@@ -1102,35 +1230,35 @@ template <typename T>
 void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
-  const C *w = args.w, *dy = args.dy;
-  C* dx = args.result;
-  if (g.stride_h == 1 && g.stride_w == 1) return DwBackpropInputStride1(g, w, dy, dx, ctx);
+  if (args.dy_t != nullptr) return DwBackpropInputStride1(args, args.dy_t, ctx);
+  if (g.stride_h == 1 && g.stride_w == 1) return DwBackpropInputStride1(args, args.dy, ctx);
+  // Strided: rows of the expanded channels c*M + m, with M > 1 into a per-thread row first and
+  // then summed over m.
   const ConvGeometry e = Expanded(g);
-  // With M > 1, first the gradient of each expanded channel c*M + m, then the sum over m.
-  C* dxe = dx;
-  WorkBuffer<C> dxebuf;
-  if (g.multiplier != 1) {
-    dxebuf.resize(static_cast<size_t>(g.batch * g.in_h * g.in_w * e.in_depth));
-    dxe = dxebuf.data();
-  }
-  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
-  const RowFn<C> row = DwBackpropInputRow(C{});
-  const int64_t rows = g.batch * g.in_h;
+  const int64_t rows = g.batch * g.in_h, row_size = g.in_w * g.in_depth, mult = g.multiplier;
   const int64_t row_cost =
       g.in_w * g.filter_h * g.filter_w * g.out_depth / (g.stride_h * g.stride_w) + g.in_w;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region.
-  const int64_t pairs = ScratchPairs(g);
-  PerThread<IntPair> scratch(nt, pairs);
+  ResultRows<T> out(args, row_size, nt);
+  const RowFn<C> row = mult == 1 && out.direct() && StreamsOutput<C>(rows * row_size)
+                           ? DwBackpropInputRowStream(C{})
+                           : DwBackpropInputRow(C{});
+  const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
+  // Per-thread buffers, allocated here, outside the region: the row kernel's tap lists, and
+  // with M > 1 a row of the expanded channels.
+  PerThread<IntPair> scratch(nt, ScratchPairs(g));
+  PerThread<C> expanded(nt, mult == 1 ? 0 : row_size * mult);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
-    row(e, w, dy, dxe, r / g.in_h, r % g.in_h, zeros.data(), scratch[thread]);
+    C* dxrow = out.Row(r, thread);
+    if (mult == 1) {
+      row(e, args.w, args.dy, dxrow, r / g.in_h, r % g.in_h, zeros.data(), scratch[thread]);
+    } else {
+      row(e, args.w, args.dy, expanded[thread], r / g.in_h, r % g.in_h, zeros.data(),
+          scratch[thread]);
+      SumOverMultiplier(expanded[thread], dxrow, row_size, mult);
+    }
+    out.Done(r, thread);
   });
-  if (ctx.cancelled() || g.multiplier == 1) return;
-  const int64_t row_size = g.in_w * g.in_depth, mult = g.multiplier;
-#pragma omp parallel for num_threads(ThreadsFor(ctx.num_threads, rows* row_size* mult, 1 << 16)) \
-    schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
-    SumOverMultiplier(dxe + r * row_size * mult, dx + r * row_size, row_size, mult);
 }
 
 // The filter gradients the sweep computes: 3x3 filters at stride_w 1 and dilation 1, with
@@ -1141,15 +1269,53 @@ bool UseSweep(const ConvGeometry& g) {
          g.stride_w == 1 && ActiveIsa() == Isa::kAvx512;
 }
 
+// Chunk i (the elements [i * size, (i + 1) * size)) of a tensor as values of type C, on thread
+// `thread`: the tensor's own memory when it is of type C, else the chunk widened from the
+// tensor's 16-bit type S into the thread's buffer, kept while the thread asks for that chunk
+// again (an out_backprop row or image, as the filter gradient reads it).
+template <typename S, typename C>
+class WidenedChunks {
+ public:
+  WidenedChunks(const S* t, int64_t size, int nt)
+      : t_(t),
+        size_(size),
+        stride_(WholeLines<C>(size)),
+        buf_(kSlotOutBackpropRows),
+        keys_(nt, 1, -1) {
+    if constexpr (!std::is_same_v<S, C>) buf_->resize(static_cast<size_t>(nt * stride_));
+  }
+
+  const C* Get(int thread, int64_t i) {
+    if constexpr (std::is_same_v<S, C>) {
+      return t_ + i * size_;
+    } else {
+      C* mine = buf_.data() + thread * stride_;
+      if (*keys_[thread] != i) {
+        WidenRun(t_ + i * size_, mine, size_);
+        *keys_[thread] = i;
+      }
+      return mine;
+    }
+  }
+
+ private:
+  const S* t_;
+  int64_t size_, stride_;
+  Reused<C> buf_;
+  PerThread<int64_t> keys_;
+};
+
 // The filter gradient as sweeps (DwSweepBlock): work items of (image, band of output rows,
 // channel block), image-major, each thread adding into its own partial sum. One band per image
-// unless there are too few items for the threads to share evenly.
-template <typename T>
-void DwBackpropFilterSweep(const KernelArgs<T>& args, const KernelContext& ctx, int nt) {
+// unless there are too few items for the threads to share evenly. x and dy of type C, or 16-bit
+// S widened an image at a time as a thread's items reach it.
+template <typename T, typename S>
+void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy,
+                           const KernelContext& ctx, int nt) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
   constexpr int64_t L = 64 / sizeof(C), kBlock = 2 * L;
-  ExpandedInputRows<C> xrows(g, args.x, nt, /*whole_images=*/true);
+  ExpandedInputRows<S, C> xrows(g, x, nt, /*whole_images=*/true);
   const ConvGeometry& e = xrows.geometry();
   const int64_t ch = e.out_depth;
   // Channel blocks: `full` of 2L channels, then at most one of L, then the rest (under L).
@@ -1161,7 +1327,7 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const KernelContext& ctx, 
       nt > 1 ? std::clamp<int64_t>((int64_t{8} * nt + unbanded - 1) / unbanded, 1, g.out_h) : 1;
   const int64_t band_rows = (g.out_h + bands - 1) / bands;
   const DwSweepFn<C> sweep = DwSweep(C{});
-  const int64_t image_dy = g.out_h * g.out_w * ch;
+  WidenedChunks<S, C> dy_images(dy, g.out_h * g.out_w * ch, nt);
   T* dw = args.filter_grad->template data<T>();
   SumRowsPerThread<T, C>(g.batch * bands * nb, 9 * ch, nt, ctx, dw, [&](int64_t item, C* mine) {
     const int64_t n = item / (bands * nb), band = item / nb % bands;
@@ -1169,27 +1335,37 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const KernelContext& ctx, 
                   b0 = std::min(b, full) * kBlock + std::max<int64_t>(b - full, 0) * L;
     const int64_t width = b < full ? kBlock : (b == full && half ? L : tail);
     const int64_t oh0 = band * band_rows, oh1 = std::min(g.out_h, oh0 + band_rows);
-    sweep(e, xrows.Image(omp_get_thread_num(), n), args.dy + n * image_dy, oh0, oh1, b0, width,
-          mine);
+    const int thread = omp_get_thread_num();
+    sweep(e, xrows.Image(thread, n), dy_images.Get(thread, n), oh0, oh1, b0, width, mine);
   });
 }
 
-template <typename T>
-void DepthwiseKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
+// The filter gradient from x and dy of type C, or 16-bit S widened a row at a time (the sweep's:
+// an image at a time).
+template <typename T, typename S>
+void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy,
+                      const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
   const int64_t fsize = g.filter_elements();
   const int64_t rows = g.batch * g.out_h;
   const int nt = ThreadsFor(ctx.num_threads, rows * g.out_w * fsize, 1 << 15);
-  if (UseSweep(g)) return DwBackpropFilterSweep<T>(args, ctx, nt);
+  if (UseSweep(g)) return DwBackpropFilterSweep(args, x, dy, ctx, nt);
   T* dw = args.filter_grad->template data<T>();
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
-  ExpandedInputRows<C> xrows(g, args.x, nt);
+  ExpandedInputRows<S, C> xrows(g, x, nt);
   const ConvGeometry& e = xrows.geometry();
+  WidenedChunks<S, C> dy_rows(dy, g.out_w * e.out_depth, nt);
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
-    row(e, xrows.FilterRows(omp_get_thread_num(), r), args.dy + r * g.out_w * e.out_depth, mine,
-        nullptr);
+    const int thread = omp_get_thread_num();
+    row(e, xrows.FilterRows(thread, r), dy_rows.Get(thread, r), mine, nullptr);
   });
+}
+
+template <typename T>
+void DepthwiseKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
+  if (args.x_t != nullptr) return DwBackpropFilter(args, args.x_t, args.dy_t, ctx);
+  DwBackpropFilter(args, args.x, args.dy, ctx);
 }
 
 }  // namespace

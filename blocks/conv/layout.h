@@ -55,7 +55,7 @@ using WorkBuffer = std::vector<C, AlignedAllocator<C>>;
 /// on construction and gives it back on destruction, freeing it instead when it holds more than
 /// kReusedKeepBytes (the bound on what stays allocated between calls). A nested use of a slot
 /// simply finds it empty.
-inline constexpr int kReusedSlots = 8;
+inline constexpr int kReusedSlots = 9;
 inline constexpr size_t kReusedKeepBytes = size_t{16} << 20;
 template <typename C>
 class Reused {
@@ -92,7 +92,8 @@ enum ReusedSlot : int {
   kSlotPartialSums,
   kSlotPackedFilter,
   kSlotGemmWork,
-  kSlotInputRows
+  kSlotInputRows,
+  kSlotOutBackpropRows
 };
 
 /// Number of rows of work each thread gets at least, so tiny problems stay on one thread.

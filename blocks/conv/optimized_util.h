@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "blocks/conv/conv_geometry.h"
@@ -61,6 +62,14 @@ class Operands {
   Reused<C> x_{kSlotInput}, dy_{kSlotOutBackprop}, w_{kSlotFilter}, result_{kSlotResult};
 };
 
+/// The operands a kernel set converts itself, a row at a time as it reads or writes them, when
+/// the op's dtype is a 16-bit float in NHWC: they reach it in that type (KernelArgs::x_t, dy_t,
+/// result_t), not as whole float32 buffers converted before the kernel and after it (three
+/// passes over memory around a memory-bound depthwise layer).
+struct RowConverted {
+  bool input = false, out_backprop = false, result = false;
+};
+
 /// What an optimized kernel set's functions get (BF_CONV_OPTIMIZED_KERNEL_SET): the operands the
 /// op reads as NHWC buffers of the compute type, null for the others, and where its result goes.
 template <typename T>
@@ -78,6 +87,11 @@ struct KernelArgs {
   bool result_streamable = false;
   /// BackpropFilter: the zeroed filter gradient, written in T by the kernel.
   Tensor* filter_grad = nullptr;
+  /// The operands the kernel set converts itself (RowConverted), NHWC in T; x, dy or result is
+  /// then null. The kernel writes result_t whole.
+  const T* x_t = nullptr;
+  const T* dy_t = nullptr;
+  T* result_t = nullptr;
 };
 
 /// Runs the function of `s.op` in an optimized kernel set `K<T>`: converts the operands it
@@ -90,13 +104,34 @@ static Status RunOptimizedKernels(const ConvState& s, const Tensor& a, const Ten
     using T = decltype(tag);
     Operands<T, ComputeT<T>> ops(s, ctx);
     KernelArgs<T> args{s.geometry};
+    RowConverted rows;
+    if constexpr (!std::is_same_v<T, ComputeT<T>>) {
+      if (s.attrs.format == DataFormat::kNHWC) rows = K<T>::ConvertsRows(s);
+    }
     const bool forward = s.op == ConvOp::kForward;
-    if (s.op != ConvOp::kBackpropInput) args.x = ops.Input(a);
+    if (s.op != ConvOp::kBackpropInput) {
+      if (rows.input) {
+        args.x_t = a.data<T>();
+      } else {
+        args.x = ops.Input(a);
+      }
+    }
     if (s.op != ConvOp::kBackpropFilter) args.w = ops.Filter(forward ? b : a);
-    if (!forward) args.dy = ops.OutBackprop(b);
+    if (!forward) {
+      if (rows.out_backprop) {
+        args.dy_t = b.data<T>();
+      } else {
+        args.dy = ops.OutBackprop(b);
+      }
+    }
     if (s.op == ConvOp::kBackpropFilter) {
       args.filter_grad = out;
       return K<T>::BackpropFilter(args, ctx);
+    }
+    if (rows.result) {
+      args.result_t = out->data<T>();
+      forward ? K<T>::Forward(args, ctx) : K<T>::BackpropInput(args, ctx);
+      return;
     }
     args.result = ops.Result(out);
     args.result_streamable =
@@ -109,10 +144,12 @@ static Status RunOptimizedKernels(const ConvState& s, const Tensor& a, const Ten
 }
 
 /// Declares an optimized kernel set `Name<T>` for RunOptimizedKernels: one function per op, each
-/// taking (args, ctx), defined in the family's file.
+/// taking (args, ctx), and which operands it converts a row at a time (ConvertsRows), defined in
+/// the family's file.
 #define BF_CONV_OPTIMIZED_KERNEL_SET(Name)                                           \
   template <typename T>                                                              \
   struct Name {                                                                      \
+    static RowConverted ConvertsRows(const ConvState& s);                            \
     static void Forward(const KernelArgs<T>& args, const KernelContext& ctx);        \
     static void BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx);  \
     static void BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx); \
