@@ -933,13 +933,14 @@ void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t 
 
 // The input rows that the row kernels read, in a per-thread ring of rows of C when they are not
 // the input's own rows: channel-expanded for a multiplier M > 1 (xe[c*M + m] = x[c]), widened
-// from a 16-bit input S (a row at a time, while it is in cache, instead of the whole input
-// before the kernel), and with a padded pixel stride when C*M channels are a multiple of 4 KiB.
-// Pixels 4 KiB apart all fall in one set of the 8-way L1 cache, and a 3x3 tile reads ten of
-// them at once (nine taps and the gradient): one more cache line per pixel spreads them over ten
-// sets (mnv1_dw13, 1024 channels: the filter gradient 2x faster). Padding pixels 2 KiB apart as
-// well made the filter gradient of mnv1_dw8_14x512 7% faster on one thread but 20-40% slower on
-// two, and the forward 10% slower (the copy).
+// from a 16-bit input S or transposed from NCHW (a row at a time, while it is in cache, instead
+// of the whole input before the kernel; NCHW with M = 1 only), and with a padded pixel stride
+// when C*M channels are a multiple of 4 KiB. Pixels 4 KiB apart all fall in one set of the
+// 8-way L1 cache, and a 3x3 tile reads ten of them at once (nine taps and the gradient): one
+// more cache line per pixel spreads them over ten sets (mnv1_dw13, 1024 channels: the filter
+// gradient 2x faster). Padding pixels 2 KiB apart as well made the filter gradient of
+// mnv1_dw8_14x512 7% faster on one thread but 20-40% slower on two, and the forward 10% slower
+// (the copy).
 template <typename S, typename C>
 class ExpandedRows {
  public:
@@ -949,21 +950,22 @@ class ExpandedRows {
     constexpr int64_t kLine = 64 / sizeof(C);
     return (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 ? s + kLine : s;
   }
-  static bool Copies(const ConvGeometry& g) {
-    return !std::is_same_v<S, C> || Stride(g) != g.in_depth;
+  static bool Copies(const ConvGeometry& g, DataFormat format) {
+    return !std::is_same_v<S, C> || format == DataFormat::kNCHW || Stride(g) != g.in_depth;
   }
-  static int64_t Slots(const ConvGeometry& g) {
-    return Copies(g) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
+  static int64_t Slots(const ConvGeometry& g, DataFormat format) {
+    return Copies(g, format) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
   }
   static int64_t RowSize(const ConvGeometry& g) { return g.in_w * Stride(g); }
-  // ring: `slots` * RowSize(g) elements (Slots(g), or in_h to hold whole images); keys: `slots`
-  // entries set to -1.
-  ExpandedRows(const ConvGeometry& g, const S* x, C* ring, int64_t* keys, int64_t slots)
-      : g_(g), x_(x), ring_(ring), keys_(keys), slots_(slots) {}
+  // x: the input, in `format`; ring: `slots` * RowSize(g) elements (Slots(g), or in_h to hold
+  // whole images); keys: `slots` entries set to -1.
+  ExpandedRows(const ConvGeometry& g, const S* x, DataFormat format, C* ring, int64_t* keys,
+               int64_t slots)
+      : g_(g), x_(x), format_(format), ring_(ring), keys_(keys), slots_(slots) {}
 
   const C* Row(int64_t n, int64_t ih) {
     const int64_t key = n * g_.in_h + ih, ch = g_.in_depth, mult = g_.multiplier;
-    const S* src = x_ + key * g_.in_w * ch;
+    const S* src = x_ + key * g_.in_w * ch;  // NHWC
     if constexpr (std::is_same_v<S, C>) {
       if (slots_ == 0) return src;
     }
@@ -971,11 +973,13 @@ class ExpandedRows {
     C* dst = ring_ + slot * RowSize(g_);
     if (keys_[slot] == key) return dst;
     keys_[slot] = key;
+    if (format_ == DataFormat::kNCHW || (mult == 1 && !std::is_same_v<S, C>)) {
+      GatherRows(x_, format_, g_.in_h, g_.in_w, ch, n, ih, 1, dst, stride);
+      return dst;
+    }
     for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride) {
       if constexpr (std::is_same_v<S, C>) {
         SpreadChannels(src, dst, ch, mult);
-      } else if (mult == 1) {
-        WidenRun(src, dst, ch);
       } else {  // widened a chunk at a time on the stack, then spread
         constexpr int64_t kChunk = 256;
         alignas(64) C wide[kChunk];
@@ -992,6 +996,7 @@ class ExpandedRows {
  private:
   const ConvGeometry& g_;
   const S* x_;
+  DataFormat format_;
   C* ring_;
   int64_t* keys_;
   int64_t slots_;
@@ -1002,14 +1007,17 @@ class ExpandedRows {
 template <typename S, typename C>
 class ExpandedInputRows {
  public:
-  /// `whole_images`: the ring holds every row of an image (Image), not just the rows one output
-  /// row reads (FilterRows).
-  ExpandedInputRows(const ConvGeometry& g, const S* x, int nt, bool whole_images = false)
+  /// x: the input in `format` (NHWC unless the multiplier is 1). `whole_images`: the ring holds
+  /// every row of an image (Image), not just the rows one output row reads (FilterRows).
+  ExpandedInputRows(const ConvGeometry& g, const S* x, DataFormat format, int nt,
+                    bool whole_images = false)
       : g_(g),
         e_(Expanded(g)),
         x_(x),
-        slots_(whole_images && ExpandedRows<S, C>::Copies(g) ? g.in_h
-                                                             : ExpandedRows<S, C>::Slots(g)),
+        format_(format),
+        slots_(whole_images && ExpandedRows<S, C>::Copies(g, format)
+                   ? g.in_h
+                   : ExpandedRows<S, C>::Slots(g, format)),
         row_size_(ExpandedRows<S, C>::RowSize(g)),
         ring_(kSlotInputRows),
         keys_(nt, slots_, -1),
@@ -1041,7 +1049,7 @@ class ExpandedInputRows {
   /// ih * in_w * geometry().in_depth.
   const C* Image(int thread, int64_t n) {
     if constexpr (std::is_same_v<S, C>) {
-      if (!ExpandedRows<S, C>::Copies(g_)) return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
+      if (!ExpandedRows<S, C>::Copies(g_, format_)) return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
     }
     ExpandedRows<S, C> source = Source(thread);
     for (int64_t ih = 0; ih < g_.in_h; ++ih) source.Row(n, ih);
@@ -1050,13 +1058,14 @@ class ExpandedInputRows {
 
  private:
   ExpandedRows<S, C> Source(int thread) {
-    return ExpandedRows<S, C>(g_, x_, ring_.data() + thread * slots_ * row_size_, keys_[thread],
-                              slots_);
+    return ExpandedRows<S, C>(g_, x_, format_, ring_.data() + thread * slots_ * row_size_,
+                              keys_[thread], slots_);
   }
 
   const ConvGeometry& g_;
   ConvGeometry e_;
   const S* x_;
+  DataFormat format_;
   int64_t slots_, row_size_;
   Reused<C> ring_;
   PerThread<int64_t> keys_;
@@ -1078,28 +1087,30 @@ DwRowsFn<C> ForwardRowFor(int64_t elements) {
   return StreamsOutput<C>(elements) ? DwForwardRowStream(C{}) : DwForwardRow(C{});
 }
 
-// Where the row kernels write the result's rows of `row_size` values: straight into the NHWC
-// result of the compute type (args.result), or, for a 16-bit result the kernel rounds a row at
-// a time (args.result_t), into a per-thread row of C rounded into it by Done while in cache.
+// Where the row kernels write the rows of the result, [batch, h, w, c] (the output or the input
+// gradient): straight into the NHWC result of the compute type (args.result), or, for a result
+// the kernel converts a row at a time (args.result_t: 16-bit, or NCHW), into a per-thread row
+// of C stored into it by Done while in cache.
 template <typename T>
 class ResultRows {
  public:
   using C = ComputeT<T>;
-  ResultRows(const KernelArgs<T>& args, int64_t row_size, int nt)
-      : args_(args), row_size_(row_size), rows_(args.result_t ? nt : 0, row_size) {}
+  ResultRows(const KernelArgs<T>& args, int64_t h, int64_t w, int64_t c, int nt)
+      : args_(args), h_(h), w_(w), c_(c), rows_(args.result_t ? nt : 0, w * c) {}
 
   /// Whether rows go to the result itself: only then may their stores bypass the caches.
   bool direct() const { return args_.result != nullptr; }
-  /// Where thread `thread` computes row r.
-  C* Row(int64_t r, int thread) { return direct() ? args_.result + r * row_size_ : rows_[thread]; }
+  /// Where thread `thread` computes row r (image r / h, row r % h).
+  C* Row(int64_t r, int thread) { return direct() ? args_.result + r * w_ * c_ : rows_[thread]; }
   /// Stores row r, computed at Row(r, thread).
   void Done(int64_t r, int thread) {
-    if (!direct()) ConvertRun(rows_[thread], args_.result_t + r * row_size_, row_size_);
+    if (!direct())
+      ScatterRows(rows_[thread], args_.result_t, args_.format, h_, w_, c_, r / h_, r % h_, 1);
   }
 
  private:
   const KernelArgs<T>& args_;
-  int64_t row_size_;
+  int64_t h_, w_, c_;
   PerThread<C> rows_;
 };
 
@@ -1108,33 +1119,43 @@ class ResultRows {
 BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 
 // Every operand a row at a time (the filter gradient's sweep: an image at a time), but the
-// strided input gradient's out_backprop, whose rows it reads across the input rows.
+// strided input gradient's out_backprop, whose rows it reads across the input rows, and an NCHW
+// input with a multiplier above 1 (the rows are not spread over the multiplier). NCHW rows are
+// transposed only when they hold at least kMinNchwRow pixels: a row of 14 pixels transposes
+// mostly element by element (the register transposes take 8 x 8 blocks), and 14- and 7-pixel
+// layers took 1.2-2x longer that way than with whole tensors (in cache at that size); 28 pixels
+// and more, 1.5-4.5x shorter (mnv2_dw_112x96_s2's forward 33 -> 7 ms).
 template <typename T>
 RowConverted DepthwiseKernels<T>::ConvertsRows(const ConvState& s) {
+  constexpr int64_t kMinNchwRow = 16;
   const ConvGeometry& g = s.geometry;
+  if (s.attrs.format == DataFormat::kNCHW && std::min(g.in_w, g.out_w) < kMinNchwRow) return {};
+  const bool input_rows = s.attrs.format == DataFormat::kNHWC || g.multiplier == 1;
   switch (s.op) {
     case ConvOp::kForward:
-      return {.input = true, .result = true};
+      return {.input = input_rows, .result = true};
     case ConvOp::kBackpropInput:
       if (g.stride_h == 1 && g.stride_w == 1) return {.out_backprop = true, .result = true};
       return {.result = true};
     case ConvOp::kBackpropFilter:
+      if (!input_rows) return {};
       return {.input = true, .out_backprop = true};
   }
   return {};
 }
 
-// The forward from the NHWC input x, of type C or a 16-bit S widened a row at a time.
+// The forward from the input x in `format`, of type C or a 16-bit S, converted a row at a time
+// unless it is NHWC of type C.
 template <typename T, typename S>
-void DwForward(const KernelArgs<T>& args, const S* x, const KernelContext& ctx) {
+void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
   const int64_t rows = g.batch * g.out_h, row_size = g.out_w * g.out_depth;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  ResultRows<T> out(args, row_size, nt);
+  ResultRows<T> out(args, g.out_h, g.out_w, g.out_depth, nt);
   const DwRowsFn<C> row = ForwardRowFor<C>(out.direct() ? rows * row_size : 0);
-  ExpandedInputRows<S, C> xrows(g, x, nt);
+  ExpandedInputRows<S, C> xrows(g, x, format, nt);
   const ConvGeometry& e = xrows.geometry();
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
@@ -1145,8 +1166,8 @@ void DwForward(const KernelArgs<T>& args, const S* x, const KernelContext& ctx) 
 
 template <typename T>
 void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
-  if (args.x_t != nullptr) return DwForward(args, args.x_t, ctx);
-  DwForward(args, args.x, ctx);
+  if (args.x_t != nullptr) return DwForward(args, args.x_t, args.format, ctx);
+  DwForward(args, args.x, DataFormat::kNHWC, ctx);
 }
 
 // out[i] = the sum over m of in[i * mult + m], for i in [0, count): an input gradient of the
@@ -1168,10 +1189,11 @@ void SumOverMultiplier(const C* __restrict in, C* __restrict out, int64_t count,
 // spatial axes, dx[ih, iw, c*M + m] = sum_{kh, kw} dy[ih - pt' + kh*dh, iw - pl' + kw*dw, c*M + m]
 // * w[fh-1-kh, fw-1-kw, c, m] with pt' = (fh-1)*dh - pt, pl' = (fw-1)*dw - pl, then the sum over
 // m. A gather over out_backprop rows: each dx row is written once, from fh dy rows that stay in
-// cache while neighbouring dx rows reuse them. dy is of type C, or a 16-bit S whose rows are
-// widened into a per-thread ring as they are first read.
+// cache while neighbouring dy rows reuse them. dy in `format`, of type C or a 16-bit S: unless it
+// is NHWC of type C, its rows are converted into a per-thread ring as they are first read.
 template <typename T, typename S>
-void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, const KernelContext& ctx) {
+void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat format,
+                            const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
   const ConvGeometry e = Expanded(g);
@@ -1184,18 +1206,18 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, const Kernel
   const int64_t rows = g.batch * g.in_h, row_size = g.in_w * g.in_depth;
   const int64_t row_cost = g.in_w * taps * ch;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  ResultRows<T> out(args, row_size, nt);
+  ResultRows<T> out(args, g.in_h, g.in_w, g.in_depth, nt);
   // With M > 1 the rows go to a per-thread row first (read right back): not streamed.
   const DwRowsFn<C> row =
       mult == 1 && out.direct() ? ForwardRowFor<C>(rows * row_size) : DwForwardRow(C{});
   // Per-thread buffers, allocated here, outside the region: dy row pointers, and with M > 1 one
-  // row of per-channel gradients before the sum over m; a 16-bit dy's widened rows.
+  // row of per-channel gradients before the sum over m; dy's converted rows.
   const int64_t tmp_size = mult == 1 ? 0 : g.in_w * ch;
   PerThread<C> tmp(nt, tmp_size);
   PerThread<const C*> dr(nt, g.filter_h);
-  std::optional<ExpandedInputRows<S, C>> widened;
-  if constexpr (!std::is_same_v<S, C>) widened.emplace(f, dy, nt);
-  const ConvGeometry& fr = widened ? widened->geometry() : f;  // fr.in_depth: dy rows' stride
+  std::optional<ExpandedInputRows<S, C>> converted;
+  if (!std::is_same_v<S, C> || format == DataFormat::kNCHW) converted.emplace(f, dy, format, nt);
+  const ConvGeometry& fr = converted ? converted->geometry() : f;  // fr.in_depth: dy's stride
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
@@ -1206,13 +1228,13 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, const Kernel
       if (ctx.cancelled()) continue;
       const int64_t n = r / g.in_h, ih = r % g.in_h;
       const C* const* dyrows = drt;
-      if constexpr (std::is_same_v<S, C>) {
+      if (converted) {
+        dyrows = converted->FilterRows(t, r);
+      } else if constexpr (std::is_same_v<S, C>) {
         for (int64_t kh = 0; kh < g.filter_h; ++kh) {
           const int64_t oh = ih - f.pad_top + kh * g.dilation_h;
           drt[kh] = (oh >= 0 && oh < g.out_h) ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
         }
-      } else {
-        dyrows = widened->FilterRows(t, r);
       }
       C* dxrow = out.Row(r, t);
       if (mult == 1) {
@@ -1230,8 +1252,9 @@ template <typename T>
 void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
-  if (args.dy_t != nullptr) return DwBackpropInputStride1(args, args.dy_t, ctx);
-  if (g.stride_h == 1 && g.stride_w == 1) return DwBackpropInputStride1(args, args.dy, ctx);
+  if (args.dy_t != nullptr) return DwBackpropInputStride1(args, args.dy_t, args.format, ctx);
+  if (g.stride_h == 1 && g.stride_w == 1)
+    return DwBackpropInputStride1(args, args.dy, DataFormat::kNHWC, ctx);
   // Strided: rows of the expanded channels c*M + m, with M > 1 into a per-thread row first and
   // then summed over m.
   const ConvGeometry e = Expanded(g);
@@ -1239,7 +1262,7 @@ void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelC
   const int64_t row_cost =
       g.in_w * g.filter_h * g.filter_w * g.out_depth / (g.stride_h * g.stride_w) + g.in_w;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  ResultRows<T> out(args, row_size, nt);
+  ResultRows<T> out(args, g.in_h, g.in_w, g.in_depth, nt);
   const RowFn<C> row = mult == 1 && out.direct() && StreamsOutput<C>(rows * row_size)
                            ? DwBackpropInputRowStream(C{})
                            : DwBackpropInputRow(C{});
@@ -1269,53 +1292,61 @@ bool UseSweep(const ConvGeometry& g) {
          g.stride_w == 1 && ActiveIsa() == Isa::kAvx512;
 }
 
-// Chunk i (the elements [i * size, (i + 1) * size)) of a tensor as values of type C, on thread
-// `thread`: the tensor's own memory when it is of type C, else the chunk widened from the
-// tensor's 16-bit type S into the thread's buffer, kept while the thread asks for that chunk
-// again (an out_backprop row or image, as the filter gradient reads it).
+// Chunk i of an activation t ([batch, h, w, c] in `format`, type S): its rows [i * k, (i + 1) *
+// k) counted over the batch (k divides h), as NHWC values of type C on thread `thread`. The
+// tensor's own memory when it is NHWC of type C, else converted into the thread's buffer (kept
+// while the thread asks for that chunk again): the filter gradient's out_backprop, a row or an
+// image at a time.
 template <typename S, typename C>
-class WidenedChunks {
+class ActivationChunks {
  public:
-  WidenedChunks(const S* t, int64_t size, int nt)
+  ActivationChunks(const S* t, DataFormat format, int64_t h, int64_t w, int64_t c, int64_t k,
+                   int nt)
       : t_(t),
-        size_(size),
-        stride_(WholeLines<C>(size)),
+        format_(format),
+        h_(h),
+        w_(w),
+        c_(c),
+        k_(k),
+        stride_(WholeLines<C>(k * w * c)),
         buf_(kSlotOutBackpropRows),
         keys_(nt, 1, -1) {
-    if constexpr (!std::is_same_v<S, C>) buf_->resize(static_cast<size_t>(nt * stride_));
+    if (!direct()) buf_->resize(static_cast<size_t>(nt * stride_));
   }
 
   const C* Get(int thread, int64_t i) {
     if constexpr (std::is_same_v<S, C>) {
-      return t_ + i * size_;
-    } else {
-      C* mine = buf_.data() + thread * stride_;
-      if (*keys_[thread] != i) {
-        WidenRun(t_ + i * size_, mine, size_);
-        *keys_[thread] = i;
-      }
-      return mine;
+      if (direct()) return t_ + i * k_ * w_ * c_;
     }
+    C* mine = buf_.data() + thread * stride_;
+    if (*keys_[thread] != i) {
+      GatherRows(t_, format_, h_, w_, c_, i * k_ / h_, i * k_ % h_, k_, mine, c_);
+      *keys_[thread] = i;
+    }
+    return mine;
   }
 
  private:
+  bool direct() const { return std::is_same_v<S, C> && format_ == DataFormat::kNHWC; }
+
   const S* t_;
-  int64_t size_, stride_;
+  DataFormat format_;
+  int64_t h_, w_, c_, k_, stride_;
   Reused<C> buf_;
   PerThread<int64_t> keys_;
 };
 
 // The filter gradient as sweeps (DwSweepBlock): work items of (image, band of output rows,
 // channel block), image-major, each thread adding into its own partial sum. One band per image
-// unless there are too few items for the threads to share evenly. x and dy of type C, or 16-bit
-// S widened an image at a time as a thread's items reach it.
+// unless there are too few items for the threads to share evenly. x and dy in `format`, of type
+// C or 16-bit S, converted an image at a time as a thread's items reach it unless NHWC of C.
 template <typename T, typename S>
-void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy,
+void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, DataFormat format,
                            const KernelContext& ctx, int nt) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
   constexpr int64_t L = 64 / sizeof(C), kBlock = 2 * L;
-  ExpandedInputRows<S, C> xrows(g, x, nt, /*whole_images=*/true);
+  ExpandedInputRows<S, C> xrows(g, x, format, nt, /*whole_images=*/true);
   const ConvGeometry& e = xrows.geometry();
   const int64_t ch = e.out_depth;
   // Channel blocks: `full` of 2L channels, then at most one of L, then the rest (under L).
@@ -1327,7 +1358,7 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy,
       nt > 1 ? std::clamp<int64_t>((int64_t{8} * nt + unbanded - 1) / unbanded, 1, g.out_h) : 1;
   const int64_t band_rows = (g.out_h + bands - 1) / bands;
   const DwSweepFn<C> sweep = DwSweep(C{});
-  WidenedChunks<S, C> dy_images(dy, g.out_h * g.out_w * ch, nt);
+  ActivationChunks<S, C> dy_images(dy, format, g.out_h, g.out_w, ch, g.out_h, nt);
   T* dw = args.filter_grad->template data<T>();
   SumRowsPerThread<T, C>(g.batch * bands * nb, 9 * ch, nt, ctx, dw, [&](int64_t item, C* mine) {
     const int64_t n = item / (bands * nb), band = item / nb % bands;
@@ -1340,22 +1371,22 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy,
   });
 }
 
-// The filter gradient from x and dy of type C, or 16-bit S widened a row at a time (the sweep's:
-// an image at a time).
+// The filter gradient from x and dy in `format`, of type C or 16-bit S, converted a row at a
+// time (the sweep: an image at a time) unless NHWC of C.
 template <typename T, typename S>
-void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy,
+void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, DataFormat format,
                       const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
   const int64_t fsize = g.filter_elements();
   const int64_t rows = g.batch * g.out_h;
   const int nt = ThreadsFor(ctx.num_threads, rows * g.out_w * fsize, 1 << 15);
-  if (UseSweep(g)) return DwBackpropFilterSweep(args, x, dy, ctx, nt);
+  if (UseSweep(g)) return DwBackpropFilterSweep(args, x, dy, format, ctx, nt);
   T* dw = args.filter_grad->template data<T>();
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
-  ExpandedInputRows<S, C> xrows(g, x, nt);
+  ExpandedInputRows<S, C> xrows(g, x, format, nt);
   const ConvGeometry& e = xrows.geometry();
-  WidenedChunks<S, C> dy_rows(dy, g.out_w * e.out_depth, nt);
+  ActivationChunks<S, C> dy_rows(dy, format, g.out_h, g.out_w, e.out_depth, 1, nt);
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
     const int thread = omp_get_thread_num();
     row(e, xrows.FilterRows(thread, r), dy_rows.Get(thread, r), mine, nullptr);
@@ -1364,8 +1395,8 @@ void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy,
 
 template <typename T>
 void DepthwiseKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
-  if (args.x_t != nullptr) return DwBackpropFilter(args, args.x_t, args.dy_t, ctx);
-  DwBackpropFilter(args, args.x, args.dy, ctx);
+  if (args.x_t != nullptr) return DwBackpropFilter(args, args.x_t, args.dy_t, args.format, ctx);
+  DwBackpropFilter(args, args.x, args.dy, DataFormat::kNHWC, ctx);
 }
 
 }  // namespace

@@ -152,14 +152,47 @@ void TransposeBlock(const C* s, int64_t ss, C* d, int64_t ds, int64_t ni, int64_
     for (int64_t i = j < j8 ? i8 : 0; i < ni; ++i) d[j * ds + i] = s[i * ss + j];
 }
 
+/// The blocks of TransposeConvert: 16 rows of 64 columns, so that both sides are read and
+/// written a cache line at a time.
+inline constexpr int64_t kTransposeRows = 16, kTransposeCols = 64;
+
+/// d[j * ds + i] = s[i * ss + j] converted (ConvertRun) for i < ni <= kTransposeRows,
+/// j < nj <= kTransposeCols. A conversion goes through floats on the stack, the rows widened
+/// before the transpose or the transposed rows rounded after it.
+template <typename S, typename D>
+void TransposeConvertBlock(const S* s, int64_t ss, D* d, int64_t ds, int64_t ni, int64_t nj,
+                           bool fast) {
+  if constexpr (std::is_same_v<S, D>) {
+    TransposeBlock(s, ss, d, ds, ni, nj, fast);
+  } else if constexpr (std::is_same_v<D, float>) {
+    alignas(64) float tmp[kTransposeRows * kTransposeCols];
+    for (int64_t i = 0; i < ni; ++i) WidenRun(s + i * ss, tmp + i * kTransposeCols, nj);
+    TransposeBlock<float>(tmp, kTransposeCols, d, ds, ni, nj, fast);
+  } else {
+    alignas(64) float tmp[kTransposeCols * kTransposeRows];
+    TransposeBlock<float>(s, ss, tmp, kTransposeRows, ni, nj, fast);
+    for (int64_t j = 0; j < nj; ++j) NarrowRun(tmp + j * kTransposeRows, d + j * ds, ni);
+  }
+}
+
+/// d[j * ds + i] = s[i * ss + j] converted (ConvertRun) for i < ni, j < nj, on the calling
+/// thread, in TransposeConvertBlock's blocks.
+template <typename S, typename D>
+void TransposeConvert(const S* s, int64_t ss, D* d, int64_t ds, int64_t ni, int64_t nj) {
+  const bool fast = ActiveIsa() != Isa::kBase;
+  for (int64_t i0 = 0; i0 < ni; i0 += kTransposeRows)
+    for (int64_t j0 = 0; j0 < nj; j0 += kTransposeCols)
+      TransposeConvertBlock(s + i0 * ss + j0, ss, d + j0 * ds + i0, ds,
+                            std::min(kTransposeRows, ni - i0), std::min(kTransposeCols, nj - j0),
+                            fast);
+}
+
 /// dst[b, j, i] = src[b, i, j] converted (ConvertRun) for b < n, i < rows, j < cols: n matrices
-/// transposed in 16 x 64 blocks, so that both sides are read and written a cache line at a time
-/// (NCHW to NHWC is rows = C, cols = H*W; back is the other way round). Blocks in parallel; a
-/// conversion goes through floats on the stack, the rows widened before the transpose or the
-/// transposed rows rounded after it.
+/// transposed in TransposeConvertBlock's blocks (NCHW to NHWC is rows = C, cols = H*W; back is
+/// the other way round), the blocks in parallel.
 template <typename S, typename D>
 void TransposeBlocks(const S* src, D* dst, int64_t n, int64_t rows, int64_t cols, int num_threads) {
-  constexpr int64_t kRows = 16, kCols = 64;
+  constexpr int64_t kRows = kTransposeRows, kCols = kTransposeCols;
   const int64_t row_blocks = (rows + kRows - 1) / kRows, col_blocks = (cols + kCols - 1) / kCols;
   const int64_t blocks = n * row_blocks * col_blocks;
   const bool fast = ActiveIsa() != Isa::kBase;
@@ -169,20 +202,39 @@ void TransposeBlocks(const S* src, D* dst, int64_t n, int64_t rows, int64_t cols
     const int64_t b = blk / (row_blocks * col_blocks), rem = blk % (row_blocks * col_blocks);
     const int64_t i0 = rem / col_blocks * kRows, j0 = rem % col_blocks * kCols;
     const int64_t ni = std::min(rows, i0 + kRows) - i0, nj = std::min(cols, j0 + kCols) - j0;
-    const S* s = src + b * rows * cols + i0 * cols + j0;
-    D* d = dst + b * rows * cols + j0 * rows + i0;
-    if constexpr (std::is_same_v<S, D>) {
-      TransposeBlock(s, cols, d, rows, ni, nj, fast);
-    } else if constexpr (std::is_same_v<D, float>) {
-      alignas(64) float tmp[kRows * kCols];
-      for (int64_t i = 0; i < ni; ++i) WidenRun(s + i * cols, tmp + i * kCols, nj);
-      TransposeBlock<float>(tmp, kCols, d, rows, ni, nj, fast);
-    } else {
-      alignas(64) float tmp[kCols * kRows];
-      TransposeBlock<float>(s, cols, tmp, kRows, ni, nj, fast);
-      for (int64_t j = 0; j < nj; ++j) NarrowRun(tmp + j * kRows, d + j * rows, ni);
-    }
+    TransposeConvertBlock(src + b * rows * cols + i0 * cols + j0, cols,
+                          dst + b * rows * cols + j0 * rows + i0, rows, ni, nj, fast);
   }
+}
+
+/// Rows [row0, row0 + count) of image n of the activation t (n, h, w, c in `format` order) as
+/// NHWC values of type C at dst, pixels `stride` >= c apart: what a row kernel reads, converted
+/// and transposed a few rows at a time (while they are in cache) instead of the whole tensor.
+template <typename S, typename C>
+void GatherRows(const S* t, DataFormat format, int64_t h, int64_t w, int64_t c, int64_t n,
+                int64_t row0, int64_t count, C* dst, int64_t stride) {
+  if (format == DataFormat::kNCHW) {
+    TransposeConvert(t + (n * c * h + row0) * w, h * w, dst, stride, c, count * w);
+    return;
+  }
+  const S* src = t + (n * h + row0) * w * c;
+  if (stride == c) {
+    ConvertRun(src, dst, count * w * c);
+    return;
+  }
+  for (int64_t p = 0; p < count * w; ++p) ConvertRun(src + p * c, dst + p * stride, c);
+}
+
+/// The NHWC rows src (count * w pixels of c values) stored as rows [row0, row0 + count) of image
+/// n of the activation t (n, h, w, c in `format` order): GatherRows' inverse.
+template <typename C, typename T>
+void ScatterRows(const C* src, T* t, DataFormat format, int64_t h, int64_t w, int64_t c, int64_t n,
+                 int64_t row0, int64_t count) {
+  if (format == DataFormat::kNCHW) {
+    TransposeConvert(src, c, t + (n * c * h + row0) * w, h * w, count * w, c);
+    return;
+  }
+  ConvertRun(src, t + (n * h + row0) * w * c, count * w * c);
 }
 
 /// The elements of `t` (shape n,h,w,c in `format` order) as NHWC values of type C. Returns the

@@ -63,9 +63,10 @@ class Operands {
 };
 
 /// The operands a kernel set converts itself, a row at a time as it reads or writes them, when
-/// the op's dtype is a 16-bit float in NHWC: they reach it in that type (KernelArgs::x_t, dy_t,
-/// result_t), not as whole float32 buffers converted before the kernel and after it (three
-/// passes over memory around a memory-bound depthwise layer).
+/// the op's tensors are not NHWC buffers of the compute type (a 16-bit float, or NCHW): they
+/// reach it as they are (KernelArgs::x_t, dy_t, result_t), not as whole NHWC float buffers
+/// converted before the kernel and after it (passes over memory that take longer than a
+/// memory-bound depthwise layer itself).
 struct RowConverted {
   bool input = false, out_backprop = false, result = false;
 };
@@ -87,11 +88,12 @@ struct KernelArgs {
   bool result_streamable = false;
   /// BackpropFilter: the zeroed filter gradient, written in T by the kernel.
   Tensor* filter_grad = nullptr;
-  /// The operands the kernel set converts itself (RowConverted), NHWC in T; x, dy or result is
-  /// then null. The kernel writes result_t whole.
+  /// The operands the kernel set converts itself (RowConverted), the op's tensors in `format`;
+  /// x, dy or result is then null. The kernel writes result_t whole.
   const T* x_t = nullptr;
   const T* dy_t = nullptr;
   T* result_t = nullptr;
+  DataFormat format = DataFormat::kNHWC;
 };
 
 /// Runs the function of `s.op` in an optimized kernel set `K<T>`: converts the operands it
@@ -104,10 +106,10 @@ static Status RunOptimizedKernels(const ConvState& s, const Tensor& a, const Ten
     using T = decltype(tag);
     Operands<T, ComputeT<T>> ops(s, ctx);
     KernelArgs<T> args{s.geometry};
-    RowConverted rows;
-    if constexpr (!std::is_same_v<T, ComputeT<T>>) {
-      if (s.attrs.format == DataFormat::kNHWC) rows = K<T>::ConvertsRows(s);
-    }
+    args.format = s.attrs.format;
+    const RowConverted rows = std::is_same_v<T, ComputeT<T>> && args.format == DataFormat::kNHWC
+                                  ? RowConverted{}
+                                  : K<T>::ConvertsRows(s);
     const bool forward = s.op == ConvOp::kForward;
     if (s.op != ConvOp::kBackpropInput) {
       if (rows.input) {
