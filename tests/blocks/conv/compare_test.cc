@@ -165,6 +165,12 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // A stride-1 input gradient computed as the forward of the turned filter: dilated, with a
       // channel left over after two vectors (the forward's plain loop for it).
       {"NHWC", "SAME", 9, 11, 33, 1, 20, 1, 1, 1, 2, 2},
+      // NCHW rows of 16 pixels and more, which the depthwise kernels transpose one at a time:
+      // stride 1 (the filter gradient's sweep), stride 2 (the strided input gradient), and a
+      // multiplier of 2 (its input transposed whole, its rows not).
+      {"NCHW", "SAME", 4, 18, 37, 1, 16, 1, 1, 1, 1, 1},
+      {"NCHW", "EXPLICIT", 5, 33, 20, 1, 16, 1, 2, 2, 1, 1},
+      {"NCHW", "VALID", 4, 19, 9, 1, 16, 2, 1, 1, 1, 1},
   };
   for (const Big& b : bigs) {
     Problem p;
@@ -565,6 +571,11 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
       {false, "VALID", 3, 7, 7, 40, 1, 64, 1, 1, 1, 1, 1},
       {true, "SAME", 2, 9, 11, 24, 1, 1, 2, 3, 3, 2, 1},
       {true, "VALID", 2, 8, 8, 40, 1, 1, 1, 5, 5, 1, 1},
+      // Depthwise rows of 16 pixels and more: NCHW rows transposed one at a time in the
+      // kernels (a multiplier of 2: the input whole, the output a row at a time).
+      {true, "SAME", 2, 5, 18, 40, 1, 1, 1, 3, 3, 1, 1},
+      {true, "SAME", 2, 6, 35, 24, 1, 1, 1, 3, 3, 2, 2},
+      {true, "SAME", 2, 4, 17, 12, 1, 1, 2, 3, 3, 1, 1},
   };
   std::mt19937_64 rng(14);
   int checked = 0;
@@ -614,7 +625,7 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
       }
     }
   }
-  EXPECT_EQ(checked, 8 * 4 * 3 * 2 * 3);
+  EXPECT_EQ(checked, 11 * 4 * 3 * 2 * 3);
 }
 
 }  // namespace
