@@ -89,7 +89,7 @@ struct KernelArgs {
   /// BackpropFilter: the zeroed filter gradient, written in T by the kernel.
   Tensor* filter_grad = nullptr;
   /// The operands the kernel set converts itself (RowConverted), the op's tensors in `format`;
-  /// x, dy or result is then null. The kernel writes result_t whole.
+  /// x, dy or result is then null. The kernel writes result_t whole (unless cancelled).
   const T* x_t = nullptr;
   const T* dy_t = nullptr;
   T* result_t = nullptr;
