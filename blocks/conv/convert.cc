@@ -52,54 +52,74 @@ void RedoLanes(const S* src, D* dst, unsigned mask) {
   }
 }
 
-// The AVX-512 variants convert the whole run: the last, partial vector through masked loads and
-// stores (masked-off lanes neither read nor written). Lanes(k) is the mask of the first k lanes.
-BF_TARGET_AVX512 __mmask16 Lanes(int64_t k) {
-  return k >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << k) - 1);
+// The AVX-512 variants: one step converts 16 lanes; kTail steps only the lanes of mask m, through
+// masked loads and stores (masked-off lanes neither read nor written), for the last, partial
+// vector of a run. The other steps store whole vectors: a masked store measured twice as slow
+// (a float16 filter gradient's widening, mnv2_dw_7x960: 0.066 -> 0.124 ms).
+template <bool kTail>
+BF_TARGET_AVX512 BF_CONV_INLINE void WidenHalfStep(const Half* src, float* dst, __mmask16 m) {
+  const __m256i h = kTail ? _mm256_maskz_loadu_epi16(m, src)
+                          : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+  const __m512 f = _mm512_cvtph_ps(h);
+  if constexpr (kTail) {
+    _mm512_mask_storeu_ps(dst, m, f);
+  } else {
+    _mm512_storeu_ps(dst, f);
+  }
+  RedoLanes(src, dst, _mm512_mask_cmp_ps_mask(m, f, f, _CMP_UNORD_Q));
 }
 
-BF_TARGET_AVX512 int64_t WidenHalfAvx512(const Half* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = Lanes(n - i);
-    const __m512 f = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + i));
-    _mm512_mask_storeu_ps(dst + i, m, f);
-    RedoLanes(src + i, dst + i, _mm512_mask_cmp_ps_mask(m, f, f, _CMP_UNORD_Q));
+template <bool kTail>
+BF_TARGET_AVX512 BF_CONV_INLINE void NarrowHalfStep(const float* src, Half* dst, __mmask16 m) {
+  const __m512 f = kTail ? _mm512_maskz_loadu_ps(m, src) : _mm512_loadu_ps(src);
+  const __m256i h = _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
+  if constexpr (kTail) {
+    _mm256_mask_storeu_epi16(dst, m, h);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), h);
   }
-  return n;
+  RedoLanes(src, dst, _mm512_mask_cmp_ps_mask(m, f, f, _CMP_UNORD_Q));
 }
 
-BF_TARGET_AVX512 int64_t NarrowHalfAvx512(const float* src, Half* dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = Lanes(n - i);
-    const __m512 f = _mm512_maskz_loadu_ps(m, src + i);
-    _mm256_mask_storeu_epi16(dst + i, m, _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
-    RedoLanes(src + i, dst + i, _mm512_mask_cmp_ps_mask(m, f, f, _CMP_UNORD_Q));
+template <bool kTail>
+BF_TARGET_AVX512 BF_CONV_INLINE void WidenBFloat16Step(const BFloat16* src, float* dst,
+                                                       __mmask16 m) {
+  const __m256i b = kTail ? _mm256_maskz_loadu_epi16(m, src)
+                          : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+  const __m512i f = _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16);
+  if constexpr (kTail) {
+    _mm512_mask_storeu_epi32(dst, m, f);
+  } else {
+    _mm512_storeu_si512(dst, f);
   }
-  return n;
-}
-
-BF_TARGET_AVX512 int64_t WidenBFloat16Avx512(const BFloat16* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = Lanes(n - i);
-    const __m256i b = _mm256_maskz_loadu_epi16(m, src + i);
-    _mm512_mask_storeu_epi32(dst + i, m, _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
-  }
-  return n;
 }
 
 // FloatToBFloat16Bits a vector at a time: x + 0x7fff + (bit 16 of x), the upper half (to nearest
 // even).
-BF_TARGET_AVX512 int64_t NarrowBFloat16Avx512(const float* src, BFloat16* dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = Lanes(n - i);
-    const __m512 f = _mm512_maskz_loadu_ps(m, src + i);
-    const __m512i x = _mm512_castps_si512(f);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_srli_epi32(
-        _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
-    _mm256_mask_storeu_epi16(dst + i, m, _mm512_cvtepi32_epi16(r));
-    RedoLanes(src + i, dst + i, _mm512_mask_cmp_ps_mask(m, f, f, _CMP_UNORD_Q));
+template <bool kTail>
+BF_TARGET_AVX512 BF_CONV_INLINE void NarrowBFloat16Step(const float* src, BFloat16* dst,
+                                                        __mmask16 m) {
+  const __m512 f = kTail ? _mm512_maskz_loadu_ps(m, src) : _mm512_loadu_ps(src);
+  const __m512i x = _mm512_castps_si512(f);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+  const __m512i r =
+      _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+  const __m256i b = _mm512_cvtepi32_epi16(r);
+  if constexpr (kTail) {
+    _mm256_mask_storeu_epi16(dst, m, b);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), b);
   }
+  RedoLanes(src, dst, _mm512_mask_cmp_ps_mask(m, f, f, _CMP_UNORD_Q));
+}
+
+// The whole run in steps of 16, the last partial vector through the masked step.
+template <typename S, typename D, void (*Step)(const S*, D*, __mmask16),
+          void (*TailStep)(const S*, D*, __mmask16)>
+BF_TARGET_AVX512 int64_t Avx512Run(const S* src, D* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) Step(src + i, dst + i, __mmask16{0xffff});
+  if (i < n) TailStep(src + i, dst + i, static_cast<__mmask16>((1u << (n - i)) - 1));
   return n;
 }
 
@@ -192,16 +212,20 @@ void Run(const S* src, D* dst, int64_t n, [[maybe_unused]] Fn avx512, [[maybe_un
 
 #if defined(BF_CONVERT_X86)
 void WidenRun(const Half* src, float* dst, int64_t n) {
-  Run(src, dst, n, WidenHalfAvx512, WidenHalfAvx2, true);
+  Run(src, dst, n, Avx512Run<Half, float, WidenHalfStep<false>, WidenHalfStep<true>>, WidenHalfAvx2,
+      true);
 }
 void WidenRun(const BFloat16* src, float* dst, int64_t n) {
-  Run(src, dst, n, WidenBFloat16Avx512, WidenBFloat16Avx2, false);
+  Run(src, dst, n, Avx512Run<BFloat16, float, WidenBFloat16Step<false>, WidenBFloat16Step<true>>,
+      WidenBFloat16Avx2, false);
 }
 void NarrowRun(const float* src, Half* dst, int64_t n) {
-  Run(src, dst, n, NarrowHalfAvx512, NarrowHalfAvx2, true);
+  Run(src, dst, n, Avx512Run<float, Half, NarrowHalfStep<false>, NarrowHalfStep<true>>,
+      NarrowHalfAvx2, true);
 }
 void NarrowRun(const float* src, BFloat16* dst, int64_t n) {
-  Run(src, dst, n, NarrowBFloat16Avx512, NarrowBFloat16Avx2, false);
+  Run(src, dst, n, Avx512Run<float, BFloat16, NarrowBFloat16Step<false>, NarrowBFloat16Step<true>>,
+      NarrowBFloat16Avx2, false);
 }
 #else
 void WidenRun(const Half* src, float* dst, int64_t n) { ScalarRun(src, dst, n); }
