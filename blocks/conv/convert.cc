@@ -38,9 +38,8 @@ bool HasF16c() {
   return f16c;
 }
 
-// Lanes `mask` of a vector's values redone one at a time. The functions below convert the whole
-// vectors of a run and return how many elements they converted; where the hardware and the
-// scalar conversions differ, which is on NaNs only, the NaN lanes are redone this way:
+// Lanes `mask` of a vector's values redone one at a time. Where the hardware and the scalar
+// conversions differ, which is on NaNs only, the functions below redo the NaN lanes this way:
 // HalfBitsToFloat keeps a half NaN's payload as it is (vcvtph2ps quiets a signalling one),
 // FloatToHalfBits makes every NaN the quiet half 0x7e00 with its sign (vcvtps2ph keeps the
 // payload's upper bits), and bfloat16's rounding add would carry a NaN into the exponent.
@@ -56,42 +55,51 @@ void RedoLanes(const S* src, D* dst, unsigned mask) {
 // masked loads and stores (masked-off lanes neither read nor written), for the last, partial
 // vector of a run. The other steps store whole vectors: a masked store measured twice as slow
 // (a float16 filter gradient's widening, mnv2_dw_7x960: 0.066 -> 0.124 ms).
+template <bool kTail, typename S>
+BF_TARGET_AVX512 BF_CONV_INLINE __m256i Load16Bit(const S* src, __mmask16 m) {
+  return kTail ? _mm256_maskz_loadu_epi16(m, src)
+               : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+}
+template <bool kTail, typename D>
+BF_TARGET_AVX512 BF_CONV_INLINE void Store16Bit(D* dst, __mmask16 m, __m256i v) {
+  if constexpr (kTail) {
+    _mm256_mask_storeu_epi16(dst, m, v);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
+  }
+}
+template <bool kTail>
+BF_TARGET_AVX512 BF_CONV_INLINE __m512 LoadFloats(const float* src, __mmask16 m) {
+  return kTail ? _mm512_maskz_loadu_ps(m, src) : _mm512_loadu_ps(src);
+}
+template <bool kTail>
+BF_TARGET_AVX512 BF_CONV_INLINE void StoreFloats(float* dst, __mmask16 m, __m512 v) {
+  if constexpr (kTail) {
+    _mm512_mask_storeu_ps(dst, m, v);
+  } else {
+    _mm512_storeu_ps(dst, v);
+  }
+}
+
 template <bool kTail>
 BF_TARGET_AVX512 BF_CONV_INLINE void WidenHalfStep(const Half* src, float* dst, __mmask16 m) {
-  const __m256i h = kTail ? _mm256_maskz_loadu_epi16(m, src)
-                          : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
-  const __m512 f = _mm512_cvtph_ps(h);
-  if constexpr (kTail) {
-    _mm512_mask_storeu_ps(dst, m, f);
-  } else {
-    _mm512_storeu_ps(dst, f);
-  }
+  const __m512 f = _mm512_cvtph_ps(Load16Bit<kTail>(src, m));
+  StoreFloats<kTail>(dst, m, f);
   RedoLanes(src, dst, _mm512_mask_cmp_ps_mask(m, f, f, _CMP_UNORD_Q));
 }
 
 template <bool kTail>
 BF_TARGET_AVX512 BF_CONV_INLINE void NarrowHalfStep(const float* src, Half* dst, __mmask16 m) {
-  const __m512 f = kTail ? _mm512_maskz_loadu_ps(m, src) : _mm512_loadu_ps(src);
-  const __m256i h = _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
-  if constexpr (kTail) {
-    _mm256_mask_storeu_epi16(dst, m, h);
-  } else {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), h);
-  }
+  const __m512 f = LoadFloats<kTail>(src, m);
+  Store16Bit<kTail>(dst, m, _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
   RedoLanes(src, dst, _mm512_mask_cmp_ps_mask(m, f, f, _CMP_UNORD_Q));
 }
 
 template <bool kTail>
 BF_TARGET_AVX512 BF_CONV_INLINE void WidenBFloat16Step(const BFloat16* src, float* dst,
                                                        __mmask16 m) {
-  const __m256i b = kTail ? _mm256_maskz_loadu_epi16(m, src)
-                          : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
-  const __m512i f = _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16);
-  if constexpr (kTail) {
-    _mm512_mask_storeu_epi32(dst, m, f);
-  } else {
-    _mm512_storeu_si512(dst, f);
-  }
+  const __m512i f = _mm512_slli_epi32(_mm512_cvtepu16_epi32(Load16Bit<kTail>(src, m)), 16);
+  StoreFloats<kTail>(dst, m, _mm512_castsi512_ps(f));
 }
 
 // FloatToBFloat16Bits a vector at a time: x + 0x7fff + (bit 16 of x), the upper half (to nearest
@@ -99,17 +107,12 @@ BF_TARGET_AVX512 BF_CONV_INLINE void WidenBFloat16Step(const BFloat16* src, floa
 template <bool kTail>
 BF_TARGET_AVX512 BF_CONV_INLINE void NarrowBFloat16Step(const float* src, BFloat16* dst,
                                                         __mmask16 m) {
-  const __m512 f = kTail ? _mm512_maskz_loadu_ps(m, src) : _mm512_loadu_ps(src);
+  const __m512 f = LoadFloats<kTail>(src, m);
   const __m512i x = _mm512_castps_si512(f);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
   const __m512i r =
       _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
-  const __m256i b = _mm512_cvtepi32_epi16(r);
-  if constexpr (kTail) {
-    _mm256_mask_storeu_epi16(dst, m, b);
-  } else {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), b);
-  }
+  Store16Bit<kTail>(dst, m, _mm512_cvtepi32_epi16(r));
   RedoLanes(src, dst, _mm512_mask_cmp_ps_mask(m, f, f, _CMP_UNORD_Q));
 }
 

@@ -475,7 +475,7 @@ BF_CONV_INLINE void DwBackpropInputRowStreamT(const ConvGeometry& g, const C* __
                                               int64_t n, int64_t ih, const C* zeros,
                                               IntPair* scratch) {
   if constexpr (kIsSplitVec<V>) {
-    // Streamed stores are AVX-512's (BackpropInputRowFor): the other ISAs' variants, never
+    // Streamed stores are AVX-512's (StreamsOutput): the other ISAs' variants, never
     // called, are the plain loops, correct and quick to compile.
     PairList rows(scratch);
     ReachingRows(g, ih, &rows);
@@ -1154,7 +1154,8 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.out_depth;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   ResultRows<T> out(args, g.out_h, g.out_w, g.out_depth, nt);
-  const DwRowsFn<C> row = ForwardRowFor<C>(out.direct() ? rows * row_size : 0);
+  // Rows computed into a per-thread row (read right back to be stored) are never streamed.
+  const DwRowsFn<C> row = out.direct() ? ForwardRowFor<C>(rows * row_size) : DwForwardRow(C{});
   ExpandedInputRows<S, C> xrows(g, x, format, nt);
   const ConvGeometry& e = xrows.geometry();
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});

@@ -132,15 +132,14 @@ static Status RunOptimizedKernels(const ConvState& s, const Tensor& a, const Ten
     }
     if (rows.result) {
       args.result_t = out->data<T>();
-      forward ? K<T>::Forward(args, ctx) : K<T>::BackpropInput(args, ctx);
-      return;
+    } else {
+      args.result = ops.Result(out);
+      args.result_streamable =
+          static_cast<const void*>(args.result) == static_cast<const void*>(out->data<T>()) &&
+          reinterpret_cast<uintptr_t>(args.result) % 64 == 0;
     }
-    args.result = ops.Result(out);
-    args.result_streamable =
-        static_cast<const void*>(args.result) == static_cast<const void*>(out->data<T>()) &&
-        reinterpret_cast<uintptr_t>(args.result) % 64 == 0;
     forward ? K<T>::Forward(args, ctx) : K<T>::BackpropInput(args, ctx);
-    if (ctx.cancelled()) return;
+    if (rows.result || ctx.cancelled()) return;
     forward ? ops.StoreOutput(args.result, out) : ops.StoreInputGrad(args.result, out);
   });
 }
