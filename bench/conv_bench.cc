@@ -1,6 +1,6 @@
 // bf_conv_bench: the convolution kernels over the shape suite (bench/shapes.json).
 //
-//   bf_conv_bench [--shapes FILE] [--threads N] [--dtype NAME] [google benchmark flags]
+//   bf_conv_bench [--shapes FILE] [--threads N] [--dtype NAME] [--batch N] [google benchmark flags]
 //   bf_conv_bench --benchmark_filter='Conv2DBackpropFilter/resnet' --benchmark_min_time=0.05
 //
 // One benchmark per (op, shape, kernel), named "<op>/<shape>/<optimized|reference>"; the
@@ -14,7 +14,9 @@
 //
 // Counters: GFLOP/s with the suite's formula (2*N*OH*OW*KH*KW*Cin/groups*Cout, padding taps
 // counted) and GB/s of the tensors read and written once. float32, or the floating dtype
-// --dtype names (float64, float16, bfloat16: the same random values, rounded).
+// --dtype names (float64, float16, bfloat16: the same random values, rounded). --batch N sets
+// every shape's batch to N (a training batch: activations past the caches and the kernels' kept
+// buffers).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -76,11 +78,20 @@ void RunCase(benchmark::State& state, BenchCase& c, KernelKind kind, int threads
       benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-int RegisterSuite(const std::string& path, int threads, DType dtype) {
+// `batch` > 0: every shape's batch set to it (its GFLOP scaled alike), for layers whose
+// activations outgrow the caches and the kernels' kept buffers, as in training.
+int RegisterSuite(const std::string& path, int threads, DType dtype, int64_t batch) {
   Expected<std::vector<SuiteShape>> suite = LoadShapeSuite(path);
   if (!suite.ok()) {
     std::fprintf(stderr, "error: %s\n", suite.status().message().c_str());
     return 1;
+  }
+  if (batch > 0) {
+    for (SuiteShape& s : *suite) {
+      if (s.input.dim(0) > 0) s.gflop *= static_cast<double>(batch) / s.input.dim(0);
+      s.input.set_dim(0, batch);
+      s.output.set_dim(0, batch);
+    }
   }
   static std::vector<std::unique_ptr<BenchCase>> cases;
   uint64_t seed = 1;
@@ -138,6 +149,7 @@ int main(int argc, char** argv) {
   std::string shapes = BF_BENCH_SHAPES;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   blockflow::DType dtype = blockflow::DType::kFloat32;
+  int64_t batch = 0;
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     if (i + 1 < argc && std::strcmp(argv[i], "--shapes") == 0) {
@@ -153,15 +165,23 @@ int main(int argc, char** argv) {
         return 1;
       }
       dtype = *d;
+    } else if (i + 1 < argc && std::strcmp(argv[i], "--batch") == 0) {
+      batch = std::atoll(argv[++i]);
+      if (batch <= 0) {
+        std::fprintf(stderr, "error: --batch '%s': expected a positive number of images\n",
+                     argv[i]);
+        return 1;
+      }
     } else {
       rest.push_back(argv[i]);
     }
   }
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
-  if (blockflow::conv::RegisterSuite(shapes, threads, dtype) != 0) return 1;
+  if (blockflow::conv::RegisterSuite(shapes, threads, dtype, batch) != 0) return 1;
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("dtype", std::string(blockflow::DTypeName(dtype)));
+  if (batch > 0) benchmark::AddCustomContext("batch", std::to_string(batch));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -25,25 +25,29 @@ size_t PooledBlockSize(size_t bytes) {
   return bytes >= kHugePage ? RoundUp(bytes, kHugePage) : RoundUp(bytes, kPage);
 }
 
-// Maps `size` bytes (a multiple of the page size). Huge-page-sized blocks are aligned to 2 MB
-// and advised for transparent huge pages: one fault then maps 2 MB instead of 4 KB.
-std::byte* MapBlock(size_t size) {
-  if (size < kHugePage) {
+// Maps `size` bytes (a multiple of the page size). With `huge`, huge-page-sized blocks are
+// aligned to 2 MB and advised for transparent huge pages: one fault then maps 2 MB instead of
+// 4 KB.
+std::byte* MapBlock(size_t size, bool huge) {
+  if (size < kHugePage || !huge) {
     void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
   }
   void* raw =
       ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
-  const auto begin = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = RoundUp(begin, kHugePage);
-  if (aligned > begin) ::munmap(raw, aligned - begin);
-  const uintptr_t end = begin + size + kHugePage;
-  if (end > aligned + size) ::munmap(reinterpret_cast<void*>(aligned + size), end - aligned - size);
+  // The first 2 MB boundary in the mapping, reached by pointer arithmetic (not a cast back
+  // from an integer); the slack on either side is unmapped.
+  auto* const begin = static_cast<std::byte*>(raw);
+  const auto address = reinterpret_cast<uintptr_t>(raw);
+  std::byte* const aligned = begin + (RoundUp(address, kHugePage) - address);
+  std::byte* const end = begin + size + kHugePage;
+  if (aligned > begin) ::munmap(begin, static_cast<size_t>(aligned - begin));
+  if (end > aligned + size) ::munmap(aligned + size, static_cast<size_t>(end - aligned - size));
 #ifdef MADV_HUGEPAGE
-  ::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
+  ::madvise(aligned, size, MADV_HUGEPAGE);
 #endif
-  return reinterpret_cast<std::byte*>(aligned);
+  return aligned;
 }
 
 }  // namespace
@@ -69,7 +73,9 @@ std::optional<size_t> ParseByteCount(const std::string& text) {
   return static_cast<size_t>(bytes);
 }
 
-BufferPool::BufferPool(size_t cache_limit) { stats_.cache_limit = cache_limit; }
+BufferPool::BufferPool(size_t cache_limit, bool huge_pages) : huge_pages_(huge_pages) {
+  stats_.cache_limit = cache_limit;
+}
 
 BufferPool::~BufferPool() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -82,6 +88,12 @@ BufferPool& BufferPool::Global() {
   return *pool;
 }
 
+BufferPool& BufferPool::Scratch() {
+  // Never destroyed, as Global().
+  static BufferPool* pool = new BufferPool(DefaultCacheLimit(), /*huge_pages=*/false);
+  return *pool;
+}
+
 size_t BufferPool::DefaultCacheLimit() {
   if (const char* env = std::getenv("BLOCKFLOW_POOL_LIMIT")) {
     if (auto bytes = ParseByteCount(env)) return *bytes;
@@ -91,36 +103,66 @@ size_t BufferPool::DefaultCacheLimit() {
   return static_cast<size_t>(pages) * static_cast<size_t>(page) / 4;
 }
 
-std::shared_ptr<std::byte> BufferPool::Allocate(size_t bytes, bool zeroed) {
-  const bool pooled = bytes >= kMinPooledBytes;
+std::byte* BufferPool::Take(size_t bytes, bool zeroed, size_t* size) {
   std::byte* p = nullptr;
-  size_t size = 0;
-  if (!pooled) {
-    size = std::max(kAlignment, RoundUp(bytes, kAlignment));
-    p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, size));
+  if (bytes < kMinPooledBytes) {
+    *size = std::max(kAlignment, RoundUp(bytes, kAlignment));
+    p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, *size));
     if (!p) return nullptr;
-    if (zeroed) std::memset(p, 0, size);
+    if (zeroed) std::memset(p, 0, *size);
   } else {
-    p = TakeCached(PooledBlockSize(bytes), &size);
+    p = TakeCached(PooledBlockSize(bytes), size);
     if (p) {
       if (zeroed) std::memset(p, 0, bytes);  // fresh mappings are zero already
     } else {
-      p = MapBlock(size);
+      p = MapBlock(*size, huge_pages_);
       if (!p) {
         // Cached memory is the first thing to give up when the system has no more.
         ReleaseCached();
-        p = MapBlock(size);
+        p = MapBlock(*size, huge_pages_);
         if (!p) return nullptr;
       }
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.bytes_in_use += size;
-    stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.bytes_in_use += *size;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  return p;
+}
+
+std::shared_ptr<std::byte> BufferPool::Allocate(size_t bytes, bool zeroed) {
+  size_t size = 0;
+  std::byte* p = Take(bytes, zeroed, &size);
+  if (!p) return nullptr;
+  const bool pooled = bytes >= kMinPooledBytes;
   return std::shared_ptr<std::byte>(p,
                                     [this, size, pooled](std::byte* q) { Free(q, size, pooled); });
+}
+
+std::byte* BufferPool::AllocateBlock(size_t bytes) {
+  size_t size = 0;
+  std::byte* p = Take(bytes, /*zeroed=*/false, &size);
+  if (p && bytes >= kMinPooledBytes) {
+    // A cached block may be larger than the request: its size is what Free needs.
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_.emplace(p, size);
+  }
+  return p;
+}
+
+void BufferPool::FreeBlock(std::byte* p, size_t bytes) {
+  if (p == nullptr) return;
+  if (bytes < kMinPooledBytes)
+    return Free(p, std::max(kAlignment, RoundUp(bytes, kAlignment)), false);
+  size_t size = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = blocks_.find(p);
+    BF_CHECK(it != blocks_.end(), "BufferPool::FreeBlock of a block it did not hand out");
+    size = it->second;
+    blocks_.erase(it);
+  }
+  Free(p, size, true);
 }
 
 std::byte* BufferPool::TakeCached(size_t need, size_t* size) {

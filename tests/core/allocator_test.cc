@@ -139,6 +139,48 @@ TEST(BufferPool, ManyThreadsAllocateAndFreeConsistently) {
   EXPECT_GT(s.hits, 0u);
 }
 
+TEST(BufferPool, BlocksForContainersAreReusedAndFreedAtTheirOwnSize) {
+  BufferPool pool(64 * kMB);
+  std::byte* first = pool.AllocateBlock(3 * kMB);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  EXPECT_EQ(pool.stats().bytes_in_use, 4 * kMB);  // whole huge pages
+  pool.FreeBlock(first, 3 * kMB);
+  EXPECT_EQ(pool.stats().bytes_in_use, 0u);
+  EXPECT_EQ(pool.stats().bytes_cached, 4 * kMB);
+  // A smaller request takes the 4 MB block (it wastes under a quarter of it); freeing it by the
+  // request's size gives the whole block back, as the container knows only what it asked for.
+  std::byte* again = pool.AllocateBlock(3 * kMB + 1);
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(pool.stats().hits, 1u);
+  pool.FreeBlock(again, 3 * kMB + 1);
+  EXPECT_EQ(pool.stats().bytes_in_use, 0u);
+  EXPECT_EQ(pool.stats().bytes_cached, 4 * kMB);
+  // Small blocks come from the heap: counted while out, never cached.
+  std::byte* small = pool.AllocateBlock(100);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(pool.stats().bytes_in_use, 128u);
+  pool.FreeBlock(small, 100);
+  EXPECT_EQ(pool.stats().bytes_in_use, 0u);
+  EXPECT_EQ(pool.stats().bytes_cached, 4 * kMB);
+}
+
+TEST(BufferPool, ScratchIsNotTheTensorPool) {
+  EXPECT_NE(&BufferPool::Scratch(), &BufferPool::Global());
+  const PoolStats before = BufferPool::Global().stats();
+  std::byte* p = BufferPool::Scratch().AllocateBlock(5 * kMB);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(BufferPool::Global().stats().bytes_in_use, before.bytes_in_use);
+  EXPECT_GE(BufferPool::Scratch().stats().bytes_in_use, 5 * kMB);
+  BufferPool::Scratch().FreeBlock(p, 5 * kMB);
+}
+
+TEST(BufferPoolDeathTest, FreeingABlockItDidNotHandOutIsACheckFailure) {
+  BufferPool pool(64 * kMB);
+  alignas(64) static std::byte not_ours[1 << 17];
+  EXPECT_DEATH(pool.FreeBlock(not_ours, sizeof(not_ours)), "did not hand out");
+}
+
 TEST(ParseByteCount, SuffixesAndErrors) {
   EXPECT_EQ(ParseByteCount("512"), 512u);
   EXPECT_EQ(ParseByteCount("64K"), 65536u);

@@ -140,5 +140,38 @@ TEST(UninitializedOutputs, EveryElementIsWritten) {
   EXPECT_EQ(checked, 60);
 }
 
+// An NCHW layer converts its operands into NHWC work buffers. Buffers above what a thread keeps
+// to itself between calls (internal::kReusedKeepBytes) go back to BufferPool::Scratch(), and
+// the next call takes them from there, paged in already, instead of mapping fresh memory (a
+// page fault every 4 KB).
+TEST(WorkBuffers, LargeOnesComeBackFromTheScratchPool) {
+  Problem p;
+  p.format = "NCHW";
+  p.n = 1;
+  p.c = 64;
+  p.cog = 64;
+  p.h = 260;
+  p.w = 260;
+  const int64_t bytes = p.n * p.c * p.h * p.w * int64_t{sizeof(float)};
+  ASSERT_GT(static_cast<size_t>(bytes), internal::kReusedKeepBytes);
+  Expected<Resolved> r = Resolve(p);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::mt19937_64 rng(5);
+  const Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng, 0);
+  const Tensor w = RandomTensor(DType::kFloat32, p.FilterShape(), rng, 0);
+  const Tensor dy = RandomTensor(DType::kFloat32, OutputShape(r->attrs, r->geometry), rng, 0);
+  Expected<Tensor> first = RunOp(KernelKind::kOptimized, 2, *r, x, w, dy, 1);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  // x and dy, both in NHWC, came back to the pool.
+  const PoolStats after_first = BufferPool::Scratch().stats();
+  EXPECT_GE(after_first.bytes_cached, static_cast<size_t>(2 * bytes));
+  Expected<Tensor> second = RunOp(KernelKind::kOptimized, 2, *r, x, w, dy, 1);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  const PoolStats after_second = BufferPool::Scratch().stats();
+  EXPECT_EQ(after_second.misses, after_first.misses);
+  EXPECT_GE(after_second.hits, after_first.hits + 2);
+  EXPECT_TRUE(second->BitwiseEquals(*first));
+}
+
 }  // namespace
 }  // namespace blockflow::conv::testing
