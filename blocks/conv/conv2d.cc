@@ -9,6 +9,7 @@
 
 #include "blocks/conv/optimized_util.h"
 #include "blocks/conv/packed_gemm.h"
+#include "blocks/conv/row_rings.h"
 #include "blocks/conv/run_kernels.h"
 
 namespace blockflow::conv::internal {
@@ -73,18 +74,18 @@ void PackForwardFilterFrom(const ConvGeometry& g, const Src& src, WorkBuffer<C>*
   }
 }
 
-// Forward, output channels [grp*cog + j0, + NV*L) of one output row:
+// Forward, output channels [grp*cog + j0, + NV*L) of one output row yrow:
 // y[ow, co] = sum over valid (kh, kw) and ci of x[iw(ow, kw), grp*cig + ci] * w[kh, kw, ci, co],
-// the filter read from its packed panels `wp`; `stream`: stored with StreamVec.
+// the input row of filter row kh at xrows[kh] (nullptr outside the input), the filter read from
+// its packed panels `wp`; `stream`: stored with StreamVec.
 template <typename C, typename V, int P, int NV>
-BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
-                                 const C* __restrict wp, C* __restrict y, int64_t n, int64_t oh,
-                                 const C* zeros, int64_t grp, int64_t j0, bool stream) {
+BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
+                                 const C* __restrict wp, C* __restrict yrow, const C* zeros,
+                                 int64_t grp, int64_t j0, bool stream) {
   using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, cog_vec = cog - cog % L, co0 = grp * cog + j0;
-  C* yrow = y + (n * g.out_h + oh) * g.out_w * co_all;
   const C* panel[NV];
   for (int k = 0; k < NV; ++k)
     panel[k] = wp + PanelOffset(g, cog_vec, grp, j0 + int64_t{k} * L, cig);
@@ -100,9 +101,8 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
     const bool inside = runs && ow0 + P <= g.out_w && g.input_col(ow0, 0) >= 0 &&
                         g.input_col(ow0 + P - 1, g.filter_w - 1) < g.in_w;
     for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-      const int64_t ih = g.input_row(oh, kh);
-      if (ih < 0 || ih >= g.in_h) continue;
-      const C* xrow = x + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig;
+      if (xrows[kh] == nullptr) continue;
+      const C* xrow = xrows[kh] + grp * cig;
       if (inside) {
         const C* xp[P];
         for (int p = 0; p < P; ++p) xp[p] = xrow + g.input_col(ow0 + p, 0) * ci_all;
@@ -130,17 +130,18 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* __restrict x,
   }
 }
 
-// Forward for the output channels [grp*cog + j0, grp*cog + cog) the vector tiles leave over.
+// Forward for the output channels [grp*cog + j0, grp*cog + cog) the vector tiles leave over, of
+// output row oh (its input rows at xrows, as for ForwardTiles).
 template <typename C>
-BF_CONV_INLINE void ForwardRest(const ConvGeometry& g, const C* __restrict x, const C* __restrict w,
-                                C* __restrict y, int64_t n, int64_t oh, int64_t grp, int64_t j0) {
+BF_CONV_INLINE void ForwardRest(const ConvGeometry& g, const C* const* xrows, const C* __restrict w,
+                                C* __restrict yrow, int64_t oh, int64_t grp, int64_t j0) {
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, co0 = grp * cog;
   for (int64_t ow = 0; ow < g.out_w; ++ow) {
-    C* __restrict yp = y + ((n * g.out_h + oh) * g.out_w + ow) * co_all + co0;
+    C* __restrict yp = yrow + ow * co_all + co0;
     for (int64_t j = j0; j < cog; ++j) yp[j] = C{0};
-    g.ForTapsInside(oh, ow, [&](int64_t kh, int64_t kw, int64_t ih, int64_t iw) {
-      const C* __restrict xp = x + ((n * g.in_h + ih) * g.in_w + iw) * ci_all + grp * cig;
+    g.ForTapsInside(oh, ow, [&](int64_t kh, int64_t kw, int64_t /*ih*/, int64_t iw) {
+      const C* __restrict xp = xrows[kh] + iw * ci_all + grp * cig;
       const C* wp = w + (kh * g.filter_w + kw) * cig * co_all + co0;
       for (int64_t ci = 0; ci < cig; ++ci) {
         const C s = xp[ci];
@@ -151,10 +152,11 @@ BF_CONV_INLINE void ForwardRest(const ConvGeometry& g, const C* __restrict x, co
   }
 }
 
-// Forward of output row oh of batch element n, the filter as PackForwardFilterFrom packs it;
+// Forward of output row oh into yrow ([out_w, out_depth]), the input row of each filter row kh
+// at xrows[kh] (nullptr outside the input), the filter as PackForwardFilterFrom packs it;
 // `stream`: the vector tiles' outputs stored with StreamVec (whole 64-byte aligned vectors).
 template <typename C, typename V, int P, int NV>
-BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* x, const C* w, C* y, int64_t n,
+BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* const* xrows, const C* w, C* yrow,
                                 int64_t oh, const C* zeros, bool stream) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t cog = g.out_depth / g.groups, cog_vec = cog - cog % L;
@@ -171,19 +173,19 @@ BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* x, const C* w, C
     if constexpr (NV == 2 && !kIsSplitVec<V>) {
       if (g.filter_in_depth < 8 && g.groups == 1)
         for (; j + 4 * L <= cog; j += 4 * L)
-          ForwardTiles<C, V, 6, 4>(g, x, w, y, n, oh, zeros, grp, j, stream);
+          ForwardTiles<C, V, 6, 4>(g, xrows, w, yrow, zeros, grp, j, stream);
     }
     for (; j + NV * L <= cog; j += NV * L) {
       if constexpr (NV >= 2) {
         if (wide) {
-          ForwardTiles<C, V, kWideP, NV>(g, x, w, y, n, oh, zeros, grp, j, stream);
+          ForwardTiles<C, V, kWideP, NV>(g, xrows, w, yrow, zeros, grp, j, stream);
           continue;
         }
       }
-      ForwardTiles<C, V, P, NV>(g, x, w, y, n, oh, zeros, grp, j, stream);
+      ForwardTiles<C, V, P, NV>(g, xrows, w, yrow, zeros, grp, j, stream);
     }
-    for (; j + L <= cog; j += L) ForwardTiles<C, V, P, 1>(g, x, w, y, n, oh, zeros, grp, j, stream);
-    if (j < cog) ForwardRest<C>(g, x, hwio, y, n, oh, grp, j);
+    for (; j + L <= cog; j += L) ForwardTiles<C, V, P, 1>(g, xrows, w, yrow, zeros, grp, j, stream);
+    if (j < cog) ForwardRest<C>(g, xrows, hwio, yrow, oh, grp, j);
   }
   if (stream) StreamFence();
 }
@@ -668,17 +670,17 @@ using FilterBlockFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int6
 BF_CONV_FILTER_BLOCK_FNS(float)
 BF_CONV_FILTER_BLOCK_FNS(double)
 
-/// The forward's row signature: geometry, x, the packed filter, y, batch element, output row,
-/// zeros and whether to stream the stores.
+/// The forward's row signature: geometry, the input rows of the filter rows, the packed filter,
+/// the output row, its index oh, zeros and whether to stream the stores.
 template <typename C>
-using ForwardRowFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t,
-                              const C*, bool);
+using ForwardRowFn = void (*)(const ConvGeometry&, const C* const*, const C*, C*, int64_t, const C*,
+                              bool);
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
-#define BF_CONV_FORWARD_ROW_FNS(C)                                                             \
-  BF_CONV_ISA_FNS(ForwardRow, ForwardRowT, C, ForwardRowFn<C>,                                 \
-                  (const ConvGeometry& g, const C* x, const C* w, C* y, int64_t n, int64_t oh, \
-                   const C* z, bool stream),                                                   \
-                  (g, x, w, y, n, oh, z, stream))
+#define BF_CONV_FORWARD_ROW_FNS(C)                                                                \
+  BF_CONV_ISA_FNS(ForwardRow, ForwardRowT, C, ForwardRowFn<C>,                                    \
+                  (const ConvGeometry& g, const C* const* xrows, const C* w, C* yrow, int64_t oh, \
+                   const C* z, bool stream),                                                      \
+                  (g, xrows, w, yrow, oh, z, stream))
 // NOLINTEND(bugprone-macro-parentheses)
 BF_CONV_FORWARD_ROW_FNS(float)
 BF_CONV_FORWARD_ROW_FNS(double)
@@ -950,11 +952,14 @@ int64_t ImagesPerItem(int64_t batch, int64_t height, int64_t width) {
 BF_CONV_OPTIMIZED_KERNEL_SET(Conv2DKernels);
 
 // The direct forward of geometry g: y = conv(x, w), the filter given as src(tap, ci, co) for
-// PackForwardFilterFrom, y written whole; `streamable`: y may be stored past the caches
-// (KernelArgs::result_streamable), which it is when StreamsResult says so.
-template <typename C, typename Src>
-void DirectForward(const ConvGeometry& g, const C* x, const Src& src, C* y, bool streamable,
-                   const KernelContext& ctx) {
+// PackForwardFilterFrom, x in `format`, of type C or a 16-bit S, and y where `args` says
+// (ResultRows: the NHWC result, or rows converted into the op's tensor). x's rows are converted
+// a row at a time (ExpandedInputRows) unless x is NHWC of type C. y may be stored past the
+// caches (KernelArgs::result_streamable) when it is written directly and StreamsResult says so.
+template <typename T, typename S, typename Src>
+void DirectForward(const KernelArgs<T>& args, const ConvGeometry& g, const S* x, DataFormat format,
+                   const Src& src, const KernelContext& ctx) {
+  using C = ComputeT<T>;
   Reused<C> packed(kSlotPackedFilter);
   PackForwardFilterFrom(g, src, packed.get());
   const WorkBuffer<C> zeros(static_cast<size_t>(g.in_depth), C{0});
@@ -962,30 +967,15 @@ void DirectForward(const ConvGeometry& g, const C* x, const Src& src, C* y, bool
   const int64_t rows = g.batch * g.out_h;
   const int64_t row_cost = g.out_w * g.filter_h * g.filter_w * g.filter_in_depth * g.out_depth;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  const bool stream =
-      StreamsResult<C>(streamable, g.batch * g.out_h * g.out_w, g.out_depth, g.groups, nt);
-  ParallelRows(rows, nt, ctx, [&](int64_t r, int /*thread*/) {
-    row(g, x, packed.data(), y, r / g.out_h, r % g.out_h, zeros.data(), stream);
+  ExpandedInputRows<S, C> xrows(g, x, format, nt);
+  ResultRows<T> out(args, g.out_h, g.out_w, g.out_depth, nt);
+  const bool stream = out.direct() && StreamsResult<C>(args.result_streamable, rows * g.out_w,
+                                                       g.out_depth, g.groups, nt);
+  ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
+    row(g, xrows.FilterRows(thread, r), packed.data(), out.Row(r, thread), r % g.out_h,
+        zeros.data(), stream);
+    out.Done(r, thread);
   });
-}
-
-// Whole buffers, as for the GEMM set.
-template <typename T>
-RowConverted Conv2DKernels<T>::ConvertsRows(const ConvState& /*s*/) {
-  return {};
-}
-
-template <typename T>
-void Conv2DKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
-  using C = ComputeT<T>;
-  const C* w = args.w;
-  const int64_t cig = args.g.filter_in_depth, co_all = args.g.out_depth;
-  DirectForward(
-      args.g, args.x,
-      [w, cig, co_all](int64_t t, int64_t ci, int64_t co) {
-        return w[(t * cig + ci) * co_all + co];
-      },
-      args.result, args.result_streamable, ctx);
 }
 
 // At stride 1 the input gradient is a forward convolution: dx[ih, iw, ci] = sum over (kh, kw)
@@ -1010,6 +1000,38 @@ std::optional<ConvGeometry> InputGradientAsForward(const ConvGeometry& g, int64_
   return f;
 }
 
+// The forward (and the stride-1 input gradient, a forward of out_backprop) converts its input
+// and result a row at a time: an NCHW or 16-bit layer then makes no whole float32 NHWC copy of
+// its activations. The other input gradients and the filter gradient take whole buffers, and so
+// do NCHW layers of rows under 16 pixels, as in the depthwise set (DepthwiseKernels::ConvertsRows).
+template <typename T>
+RowConverted Conv2DKernels<T>::ConvertsRows(const ConvState& s) {
+  constexpr int64_t L = 64 / sizeof(ComputeT<T>), kMinNchwRow = 16;
+  const ConvGeometry& g = s.geometry;
+  if (s.attrs.format == DataFormat::kNCHW && std::min(g.in_w, g.out_w) < kMinNchwRow) return {};
+  switch (s.op) {
+    case ConvOp::kForward:
+      return {.input = true, .result = true};
+    case ConvOp::kBackpropInput:
+      if (InputGradientAsForward(g, L)) return {.out_backprop = true, .result = true};
+      return {};
+    case ConvOp::kBackpropFilter:
+      return {};
+  }
+  return {};
+}
+
+template <typename T>
+void Conv2DKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
+  const auto* w = args.w;
+  const int64_t cig = args.g.filter_in_depth, co_all = args.g.out_depth;
+  const auto src = [w, cig, co_all](int64_t t, int64_t ci, int64_t co) {
+    return w[(t * cig + ci) * co_all + co];
+  };
+  if (args.x_t != nullptr) return DirectForward(args, args.g, args.x_t, args.format, src, ctx);
+  DirectForward(args, args.g, args.x, DataFormat::kNHWC, src, ctx);
+}
+
 template <typename T>
 void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
@@ -1019,12 +1041,11 @@ void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelCont
     // are the half turn), packed straight from w.
     const C* w = args.w;
     const int64_t last = g.filter_h * g.filter_w - 1, ci = g.in_depth, co = g.out_depth;
-    DirectForward(
-        *f, args.dy,
-        [w, last, ci, co](int64_t t, int64_t c, int64_t o) {
-          return w[((last - t) * ci + o) * co + c];
-        },
-        args.result, args.result_streamable, ctx);
+    const auto src = [w, last, ci, co](int64_t t, int64_t c, int64_t o) {
+      return w[((last - t) * ci + o) * co + c];
+    };
+    if (args.dy_t != nullptr) return DirectForward(args, *f, args.dy_t, args.format, src, ctx);
+    DirectForward(args, *f, args.dy, DataFormat::kNHWC, src, ctx);
     return;
   }
   // Up to three copies of the filter in one buffer: panels [grp][ci block of L][kh, kw, co, L]

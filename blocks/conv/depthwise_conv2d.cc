@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "blocks/conv/optimized_util.h"
+#include "blocks/conv/row_rings.h"
 #include "blocks/conv/run_kernels.h"
 
 namespace blockflow::conv::internal {
@@ -908,170 +909,6 @@ BF_DW_SWEEP_FNS(double)
 #undef BF_DW_SWEEP_FNS
 // NOLINTEND(bugprone-macro-parentheses)
 
-// The geometry of the multiplier-1 problem with C*M channels that a multiplier M reduces to.
-ConvGeometry Expanded(const ConvGeometry& g) {
-  ConvGeometry e = g;
-  e.in_depth = g.out_depth;
-  e.filter_in_depth = g.out_depth;
-  e.groups = g.out_depth;
-  e.multiplier = 1;
-  return e;
-}
-
-// xe[c*M + m] = x[c] for c < n, m < M: one pixel's channels spread over the multiplier.
-template <typename C>
-void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t mult) {
-  if (mult == 1) {
-    std::copy_n(x, n, xe);
-  } else if (mult == 2) {
-    for (int64_t c = 0; c < n; ++c) xe[2 * c] = xe[2 * c + 1] = x[c];
-  } else {
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t m = 0; m < mult; ++m) xe[c * mult + m] = x[c];
-  }
-}
-
-// The input rows that the row kernels read, in a per-thread ring of rows of C when they are not
-// the input's own rows: channel-expanded for a multiplier M > 1 (xe[c*M + m] = x[c]), widened
-// from a 16-bit input S or transposed from NCHW (a row at a time, while it is in cache, instead
-// of the whole input before the kernel; NCHW with M = 1 only), and with a padded pixel stride
-// when C*M channels are a multiple of 4 KiB. Pixels 4 KiB apart all fall in one set of the
-// 8-way L1 cache, and a 3x3 tile reads ten of them at once (nine taps and the gradient): one
-// more cache line per pixel spreads them over ten sets (mnv1_dw13, 1024 channels: the filter
-// gradient 2x faster). Padding pixels 2 KiB apart as well made the filter gradient of
-// mnv1_dw8_14x512 7% faster on one thread but 20-40% slower on two, and the forward 10% slower
-// (the copy).
-template <typename S, typename C>
-class ExpandedRows {
- public:
-  /// The pixel stride of the rows Row returns.
-  static int64_t Stride(const ConvGeometry& g) {
-    const int64_t s = g.in_depth * g.multiplier;
-    constexpr int64_t kLine = 64 / sizeof(C);
-    return (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 ? s + kLine : s;
-  }
-  static bool Copies(const ConvGeometry& g, DataFormat format) {
-    return !std::is_same_v<S, C> || format == DataFormat::kNCHW || Stride(g) != g.in_depth;
-  }
-  static int64_t Slots(const ConvGeometry& g, DataFormat format) {
-    return Copies(g, format) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
-  }
-  static int64_t RowSize(const ConvGeometry& g) { return g.in_w * Stride(g); }
-  // x: the input, in `format`; ring: `slots` * RowSize(g) elements (Slots(g), or in_h to hold
-  // whole images); keys: `slots` entries set to -1.
-  ExpandedRows(const ConvGeometry& g, const S* x, DataFormat format, C* ring, int64_t* keys,
-               int64_t slots)
-      : g_(g), x_(x), format_(format), ring_(ring), keys_(keys), slots_(slots) {}
-
-  const C* Row(int64_t n, int64_t ih) {
-    const int64_t key = n * g_.in_h + ih, ch = g_.in_depth, mult = g_.multiplier;
-    const S* src = x_ + key * g_.in_w * ch;  // NHWC
-    if constexpr (std::is_same_v<S, C>) {
-      if (slots_ == 0) return src;
-    }
-    const int64_t slot = key % slots_, stride = Stride(g_);
-    C* dst = ring_ + slot * RowSize(g_);
-    if (keys_[slot] == key) return dst;
-    keys_[slot] = key;
-    if (format_ == DataFormat::kNCHW || (mult == 1 && !std::is_same_v<S, C>)) {
-      GatherRows(x_, format_, g_.in_h, g_.in_w, ch, n, ih, 1, dst, stride);
-      return dst;
-    }
-    for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride) {
-      if constexpr (std::is_same_v<S, C>) {
-        SpreadChannels(src, dst, ch, mult);
-      } else {  // widened a chunk at a time on the stack, then spread
-        constexpr int64_t kChunk = 256;
-        alignas(64) C wide[kChunk];
-        for (int64_t c0 = 0; c0 < ch; c0 += kChunk) {
-          const int64_t n_c = std::min(kChunk, ch - c0);
-          WidenRun(src + c0, wide, n_c);
-          SpreadChannels(wide, dst + c0 * mult, n_c, mult);
-        }
-      }
-    }
-    return ring_ + slot * RowSize(g_);
-  }
-
- private:
-  const ConvGeometry& g_;
-  const S* x_;
-  DataFormat format_;
-  C* ring_;
-  int64_t* keys_;
-  int64_t slots_;
-};
-
-// Per-thread ExpandedRows over the input, and the input rows that the filter rows of one output
-// row read: every buffer is allocated here, outside the parallel regions.
-template <typename S, typename C>
-class ExpandedInputRows {
- public:
-  /// x: the input in `format` (NHWC unless the multiplier is 1). `whole_images`: the ring holds
-  /// every row of an image (Image), not just the rows one output row reads (FilterRows).
-  ExpandedInputRows(const ConvGeometry& g, const S* x, DataFormat format, int nt,
-                    bool whole_images = false)
-      : g_(g),
-        e_(Expanded(g)),
-        x_(x),
-        format_(format),
-        slots_(whole_images && ExpandedRows<S, C>::Copies(g, format)
-                   ? g.in_h
-                   : ExpandedRows<S, C>::Slots(g, format)),
-        row_size_(ExpandedRows<S, C>::RowSize(g)),
-        ring_(kSlotInputRows),
-        keys_(nt, slots_, -1),
-        rows_(nt, g.filter_h) {
-    e_.in_depth = ExpandedRows<S, C>::Stride(g);
-    // Kept between calls and not cleared (the keys say which rows a slot holds), instead of
-    // a fresh ring faulted in and zeroed by the calling thread alone on every call.
-    ring_->resize(static_cast<size_t>(nt * slots_ * row_size_));
-  }
-
-  /// The multiplier-1 problem that the rows belong to (Expanded), with their pixel stride as
-  /// in_depth.
-  const ConvGeometry& geometry() const { return e_; }
-
-  /// For output row r (batch n, row oh), on thread `thread`: the input row each filter row kh
-  /// reads, expanded to C*M channels, or nullptr where it falls outside the input.
-  const C* const* FilterRows(int thread, int64_t r) {
-    ExpandedRows<S, C> source = Source(thread);
-    const C** xr = rows_[thread];
-    const int64_t n = r / g_.out_h, oh = r % g_.out_h;
-    for (int64_t kh = 0; kh < g_.filter_h; ++kh) {
-      const int64_t ih = g_.input_row(oh, kh);
-      xr[kh] = (ih >= 0 && ih < g_.in_h) ? source.Row(n, ih) : nullptr;
-    }
-    return xr;
-  }
-
-  /// Image n's input rows, expanded, on thread `thread` (whole_images only): row ih starts at
-  /// ih * in_w * geometry().in_depth.
-  const C* Image(int thread, int64_t n) {
-    if constexpr (std::is_same_v<S, C>) {
-      if (!ExpandedRows<S, C>::Copies(g_, format_)) return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
-    }
-    ExpandedRows<S, C> source = Source(thread);
-    for (int64_t ih = 0; ih < g_.in_h; ++ih) source.Row(n, ih);
-    return ring_.data() + thread * slots_ * row_size_;
-  }
-
- private:
-  ExpandedRows<S, C> Source(int thread) {
-    return ExpandedRows<S, C>(g_, x_, format_, ring_.data() + thread * slots_ * row_size_,
-                              keys_[thread], slots_);
-  }
-
-  const ConvGeometry& g_;
-  ConvGeometry e_;
-  const S* x_;
-  DataFormat format_;
-  int64_t slots_, row_size_;
-  Reused<C> ring_;
-  PerThread<int64_t> keys_;
-  PerThread<const C*> rows_;
-};
-
 // Whether an output of `elements` values is stored past the caches: more than kStreamBytes,
 // with AVX-512.
 template <typename C>
@@ -1086,33 +923,6 @@ template <typename C>
 DwRowsFn<C> ForwardRowFor(int64_t elements) {
   return StreamsOutput<C>(elements) ? DwForwardRowStream(C{}) : DwForwardRow(C{});
 }
-
-// Where the row kernels write the rows of the result, [batch, h, w, c] (the output or the input
-// gradient): straight into the NHWC result of the compute type (args.result), or, for a result
-// the kernel converts a row at a time (args.result_t: 16-bit, or NCHW), into a per-thread row
-// of C stored into it by Done while in cache.
-template <typename T>
-class ResultRows {
- public:
-  using C = ComputeT<T>;
-  ResultRows(const KernelArgs<T>& args, int64_t h, int64_t w, int64_t c, int nt)
-      : args_(args), h_(h), w_(w), c_(c), rows_(args.result_t ? nt : 0, w * c) {}
-
-  /// Whether rows go to the result itself: only then may their stores bypass the caches.
-  bool direct() const { return args_.result != nullptr; }
-  /// Where thread `thread` computes row r (image r / h, row r % h).
-  C* Row(int64_t r, int thread) { return direct() ? args_.result + r * w_ * c_ : rows_[thread]; }
-  /// Stores row r, computed at Row(r, thread).
-  void Done(int64_t r, int thread) {
-    if (!direct())
-      ScatterRows(rows_[thread], args_.result_t, args_.format, h_, w_, c_, r / h_, r % h_, 1);
-  }
-
- private:
-  const KernelArgs<T>& args_;
-  int64_t h_, w_, c_;
-  PerThread<C> rows_;
-};
 
 // The kernel set: one function per op, rows in parallel, polling the cancel flag before each
 // row.
