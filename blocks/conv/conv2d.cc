@@ -1002,9 +1002,10 @@ std::optional<ConvGeometry> InputGradientAsForward(const ConvGeometry& g, int64_
 }
 
 // The forward (and the stride-1 input gradient, a forward of out_backprop) converts its input
-// and result a row at a time: an NCHW or 16-bit layer then makes no whole float32 NHWC copy of
-// its activations. The other input gradients and the filter gradient take whole buffers, and so
-// do NCHW layers of rows under 16 pixels, as in the depthwise set (DepthwiseKernels::ConvertsRows).
+// and result a row at a time, the filter gradient its operands a few images at a time: an NCHW
+// or 16-bit layer then makes no whole float32 NHWC copy of its activations. The strided input
+// gradients take whole buffers, and so do NCHW layers of rows under 16 pixels, as in the
+// depthwise set (DepthwiseKernels::ConvertsRows).
 template <typename T>
 RowConverted Conv2DKernels<T>::ConvertsRows(const ConvState& s) {
   constexpr int64_t L = 64 / sizeof(ComputeT<T>), kMinNchwRow = 16;
@@ -1017,7 +1018,7 @@ RowConverted Conv2DKernels<T>::ConvertsRows(const ConvState& s) {
       if (InputGradientAsForward(g, L)) return {.out_backprop = true, .result = true};
       return {};
     case ConvOp::kBackpropFilter:
-      return {};
+      return {.input = true, .out_backprop = true};
   }
   return {};
 }
@@ -1109,24 +1110,38 @@ void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelCont
   });
 }
 
-template <typename T>
-void Conv2DKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
+// The filter gradient from x and dy in `format`, of type C or a 16-bit S: work items of `nb`
+// batch elements' row oh, so that the read-modify-write of dw stays small next to a register
+// tile's arithmetic (nb depends on the geometry alone, so the sums, and their bits, depend on
+// the thread count only). Unless NHWC of type C, x and dy are converted a block of nb images at
+// a time into the thread's buffers as its items reach the block (ActivationChunks), not whole.
+template <typename T, typename S>
+void DirectBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, DataFormat format,
+                          const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
   const int64_t fsize = g.filter_elements();
-  // Work items of `nb` batch elements' row oh, so that the read-modify-write of dw stays small
-  // next to a register tile's arithmetic. nb depends on the geometry alone, so the sums (and
-  // their bits) depend on the thread count only.
   const int64_t nb = ImagesPerItem(g.batch, g.out_h, g.out_w);
   const int64_t blocks = (g.batch + nb - 1) / nb, rows = blocks * g.out_h;
   const int64_t row_cost = nb * g.out_w * fsize;
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   const FilterBlockFn<C> block = BackpropFilterBlock(C{});
+  ActivationChunks<S, C> xs(x, format, g.batch, g.in_h, g.in_w, g.in_depth, nb * g.in_h, nt,
+                            kSlotInputRows);
+  ActivationChunks<S, C> dys(dy, format, g.batch, g.out_h, g.out_w, g.out_depth, nb * g.out_h, nt,
+                             kSlotOutBackpropRows);
   T* dw = args.filter_grad->template data<T>();
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
-    const int64_t n0 = r / g.out_h * nb;
-    block(g, args.x, args.dy, mine, n0, std::min(g.batch, n0 + nb), r % g.out_h);
+    const int thread = omp_get_thread_num();
+    const int64_t b = r / g.out_h, count = std::min(g.batch, (b + 1) * nb) - b * nb;
+    block(g, xs.Get(thread, b), dys.Get(thread, b), mine, 0, count, r % g.out_h);
   });
+}
+
+template <typename T>
+void Conv2DKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
+  if (args.x_t != nullptr) return DirectBackpropFilter(args, args.x_t, args.dy_t, args.format, ctx);
+  DirectBackpropFilter(args, args.x, args.dy, DataFormat::kNHWC, ctx);
 }
 
 }  // namespace

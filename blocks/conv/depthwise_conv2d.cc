@@ -1103,50 +1103,6 @@ bool UseSweep(const ConvGeometry& g) {
          g.stride_w == 1 && ActiveIsa() == Isa::kAvx512;
 }
 
-// Chunk i of an activation t ([batch, h, w, c] in `format`, type S): its rows [i * k, (i + 1) *
-// k) counted over the batch (k divides h), as NHWC values of type C on thread `thread`. The
-// tensor's own memory when it is NHWC of type C, else converted into the thread's buffer (kept
-// while the thread asks for that chunk again): the filter gradient's out_backprop, a row or an
-// image at a time.
-template <typename S, typename C>
-class ActivationChunks {
- public:
-  ActivationChunks(const S* t, DataFormat format, int64_t h, int64_t w, int64_t c, int64_t k,
-                   int nt)
-      : t_(t),
-        format_(format),
-        h_(h),
-        w_(w),
-        c_(c),
-        k_(k),
-        stride_(WholeLines<C>(k * w * c)),
-        buf_(kSlotOutBackpropRows),
-        keys_(nt, 1, -1) {
-    if (!direct()) buf_->resize(static_cast<size_t>(nt * stride_));
-  }
-
-  const C* Get(int thread, int64_t i) {
-    if constexpr (std::is_same_v<S, C>) {
-      if (direct()) return t_ + i * k_ * w_ * c_;
-    }
-    C* mine = buf_.data() + thread * stride_;
-    if (*keys_[thread] != i) {
-      GatherRows(t_, format_, h_, w_, c_, i * k_ / h_, i * k_ % h_, k_, mine, c_);
-      *keys_[thread] = i;
-    }
-    return mine;
-  }
-
- private:
-  bool direct() const { return std::is_same_v<S, C> && format_ == DataFormat::kNHWC; }
-
-  const S* t_;
-  DataFormat format_;
-  int64_t h_, w_, c_, k_, stride_;
-  Reused<C> buf_;
-  PerThread<int64_t> keys_;
-};
-
 // The filter gradient as sweeps (DwSweepBlock): work items of (image, band of output rows,
 // channel block), image-major, each thread adding into its own partial sum. One band per image
 // unless there are too few items for the threads to share evenly. x and dy in `format`, of type
@@ -1169,7 +1125,8 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
       nt > 1 ? std::clamp<int64_t>((int64_t{8} * nt + unbanded - 1) / unbanded, 1, g.out_h) : 1;
   const int64_t band_rows = (g.out_h + bands - 1) / bands;
   const DwSweepFn<C> sweep = DwSweep(C{});
-  ActivationChunks<S, C> dy_images(dy, format, g.out_h, g.out_w, ch, g.out_h, nt);
+  ActivationChunks<S, C> dy_images(dy, format, g.batch, g.out_h, g.out_w, ch, g.out_h, nt,
+                                   kSlotOutBackpropRows);
   T* dw = args.filter_grad->template data<T>();
   SumRowsPerThread<T, C>(g.batch * bands * nb, 9 * ch, nt, ctx, dw, [&](int64_t item, C* mine) {
     const int64_t n = item / (bands * nb), band = item / nb % bands;
@@ -1197,7 +1154,8 @@ void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, DataFo
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
   ExpandedInputRows<S, C> xrows(g, x, format, nt);
   const ConvGeometry& e = xrows.geometry();
-  ActivationChunks<S, C> dy_rows(dy, format, g.out_h, g.out_w, e.out_depth, 1, nt);
+  ActivationChunks<S, C> dy_rows(dy, format, g.batch, g.out_h, g.out_w, e.out_depth, 1, nt,
+                                 kSlotOutBackpropRows);
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
     const int thread = omp_get_thread_num();
     row(e, xrows.FilterRows(thread, r), dy_rows.Get(thread, r), mine, nullptr);

@@ -215,4 +215,57 @@ class ResultRows {
   PerThread<C> rows_;
 };
 
+// Chunk i of an activation t ([batch, h, w, c] in `format`, type S): its rows [i * k, (i + 1) *
+// k) counted over the batch (k divides h, or is a multiple of it: whole images; the last chunk
+// may be short), as NHWC values of type C on thread `thread`. The tensor's own memory when it is
+// NHWC of type C, else converted into the thread's buffer (the Reused `slot`, kept while the
+// thread asks for that chunk again): the filter gradients' operands, a row, an image or a few
+// images at a time.
+template <typename S, typename C>
+class ActivationChunks {
+ public:
+  ActivationChunks(const S* t, DataFormat format, int64_t batch, int64_t h, int64_t w, int64_t c,
+                   int64_t k, int nt, int slot)
+      : t_(t),
+        format_(format),
+        batch_(batch),
+        h_(h),
+        w_(w),
+        c_(c),
+        k_(k),
+        stride_(WholeLines<C>(k * w * c)),
+        buf_(slot),
+        keys_(nt, 1, -1) {
+    if (!direct()) buf_->resize(static_cast<size_t>(nt * stride_));
+  }
+
+  const C* Get(int thread, int64_t i) {
+    if constexpr (std::is_same_v<S, C>) {
+      if (direct()) return t_ + i * k_ * w_ * c_;
+    }
+    C* mine = buf_.data() + thread * stride_;
+    if (*keys_[thread] != i) {
+      // Image by image: GatherRows takes the rows of one image.
+      const int64_t end = std::min((i + 1) * k_, batch_ * h_);
+      for (int64_t r = i * k_; r < end;) {
+        const int64_t count = std::min(end - r, h_ - r % h_);
+        GatherRows(t_, format_, h_, w_, c_, r / h_, r % h_, count, mine + (r - i * k_) * w_ * c_,
+                   c_);
+        r += count;
+      }
+      *keys_[thread] = i;
+    }
+    return mine;
+  }
+
+ private:
+  bool direct() const { return std::is_same_v<S, C> && format_ == DataFormat::kNHWC; }
+
+  const S* t_;
+  DataFormat format_;
+  int64_t batch_, h_, w_, c_, k_, stride_;
+  Reused<C> buf_;
+  PerThread<int64_t> keys_;
+};
+
 }  // namespace blockflow::conv::internal
