@@ -1001,22 +1001,22 @@ std::optional<ConvGeometry> InputGradientAsForward(const ConvGeometry& g, int64_
   return f;
 }
 
-// The forward (and the stride-1 input gradient, a forward of out_backprop) converts its input
-// and result a row at a time, the filter gradient its operands a few images at a time: an NCHW
-// or 16-bit layer then makes no whole float32 NHWC copy of its activations. The strided input
-// gradients take whole buffers, and so do NCHW layers of rows under 16 pixels, as in the
-// depthwise set (DepthwiseKernels::ConvertsRows).
+// Every op converts its operands in pieces: the forward (and the stride-1 input gradient, a
+// forward of out_backprop) its input and result a row at a time, the filter gradient and the
+// strided input gradient their out_backprop (and input) a work item's images at a time and
+// their result a row at a time. An NCHW or 16-bit layer then makes no whole float32 NHWC copy of
+// its activations. NCHW layers of rows under 16 pixels take whole buffers, as in the depthwise
+// set (DepthwiseKernels::ConvertsRows).
 template <typename T>
 RowConverted Conv2DKernels<T>::ConvertsRows(const ConvState& s) {
-  constexpr int64_t L = 64 / sizeof(ComputeT<T>), kMinNchwRow = 16;
+  constexpr int64_t kMinNchwRow = 16;
   const ConvGeometry& g = s.geometry;
   if (s.attrs.format == DataFormat::kNCHW && std::min(g.in_w, g.out_w) < kMinNchwRow) return {};
   switch (s.op) {
     case ConvOp::kForward:
       return {.input = true, .result = true};
     case ConvOp::kBackpropInput:
-      if (InputGradientAsForward(g, L)) return {.out_backprop = true, .result = true};
-      return {};
+      return {.out_backprop = true, .result = true};
     case ConvOp::kBackpropFilter:
       return {.input = true, .out_backprop = true};
   }
@@ -1034,22 +1034,16 @@ void Conv2DKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& c
   DirectForward(args, args.g, args.x, DataFormat::kNHWC, src, ctx);
 }
 
-template <typename T>
-void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
+// The input gradient's row kernels (the strided ones: stride 1 goes through DirectForward), dy
+// in `format`, of type C or a 16-bit S. Unless dy is NHWC of type C, it is converted a block of
+// a work item's images at a time (ActivationChunks); unless the result is (ResultRows::direct),
+// each item's dx rows go to a per-thread buffer of the item's images and are stored into the
+// op's tensor right after.
+template <typename T, typename S>
+void DirectBackpropInput(const KernelArgs<T>& args, const S* dy, DataFormat format,
+                         const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
-  if (const std::optional<ConvGeometry> f = InputGradientAsForward(g, 64 / sizeof(C))) {
-    // The turned filter w'[tap', c, o] = w[taps - 1 - tap', o, c] (the taps in reverse order
-    // are the half turn), packed straight from w.
-    const C* w = args.w;
-    const int64_t last = g.filter_h * g.filter_w - 1, ci = g.in_depth, co = g.out_depth;
-    const auto src = [w, last, ci, co](int64_t t, int64_t c, int64_t o) {
-      return w[((last - t) * ci + o) * co + c];
-    };
-    if (args.dy_t != nullptr) return DirectForward(args, *f, args.dy_t, args.format, src, ctx);
-    DirectForward(args, *f, args.dy, DataFormat::kNHWC, src, ctx);
-    return;
-  }
   // Up to three copies of the filter in one buffer: panels [grp][ci block of L][kh, kw, co, L]
   // for the vector tiles (the inner loops then stream them), and for the input channels after
   // the last whole vector wt[kh, kw, co, ci] = w[kh, kw, ci, co] for the plain loops (few output
@@ -1096,18 +1090,51 @@ void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelCont
   const int64_t row_cost =
       nb * (g.in_w * g.filter_h * g.filter_w * cig * co_all / (g.stride_h * g.stride_w) + g.in_w);
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
-  // dx written once (one chunk) may go past the caches.
+  const bool direct = args.result != nullptr;
+  // dx written once (one chunk) into the op's tensor may go past the caches.
   const bool stream =
-      chunk == cog &&
+      direct && chunk == cog &&
       StreamsResult<C>(args.result_streamable, g.batch * g.in_h * g.in_w, g.in_depth, g.groups, nt);
   // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region.
   const int64_t pairs = ScratchPairs(g);
   PerThread<IntPair> scratch(nt, pairs);
+  ActivationChunks<S, C> dys(dy, format, g.batch, g.out_h, g.out_w, g.out_depth, nb * g.out_h, nt,
+                             kSlotOutBackpropRows);
+  const int64_t image = g.in_h * g.in_w * g.in_depth, row = g.in_w * g.in_depth;
+  PerThread<C> dx_images(direct ? 0 : nt, nb * image);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
-    const int64_t n0 = r / g.in_h * nb;
-    block(g, wt.data(), args.dy, args.result, n0, std::min(g.batch, n0 + nb), r % g.in_h,
-          zeros.data(), scratch[thread], chunk, stream);
+    const int64_t b = r / g.in_h, ih = r % g.in_h, n0 = b * nb;
+    const int64_t count = std::min(g.batch, n0 + nb) - n0;
+    // The kernel's dx for images [n0, n0 + count): the result's, or the thread's buffer.
+    C* dx = direct ? args.result + n0 * image : dx_images[thread];
+    block(g, wt.data(), dys.Get(thread, b), dx, 0, count, ih, zeros.data(), scratch[thread], chunk,
+          stream);
+    if (!direct) {
+      for (int64_t j = 0; j < count; ++j)
+        ScatterRows(dx + j * image + ih * row, args.result_t, args.format, g.in_h, g.in_w,
+                    g.in_depth, n0 + j, ih, 1);
+    }
   });
+}
+
+template <typename T>
+void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
+  using C = ComputeT<T>;
+  const ConvGeometry& g = args.g;
+  if (const std::optional<ConvGeometry> f = InputGradientAsForward(g, 64 / sizeof(C))) {
+    // The turned filter w'[tap', c, o] = w[taps - 1 - tap', o, c] (the taps in reverse order
+    // are the half turn), packed straight from w.
+    const C* w = args.w;
+    const int64_t last = g.filter_h * g.filter_w - 1, ci = g.in_depth, co = g.out_depth;
+    const auto src = [w, last, ci, co](int64_t t, int64_t c, int64_t o) {
+      return w[((last - t) * ci + o) * co + c];
+    };
+    if (args.dy_t != nullptr) return DirectForward(args, *f, args.dy_t, args.format, src, ctx);
+    DirectForward(args, *f, args.dy, DataFormat::kNHWC, src, ctx);
+    return;
+  }
+  if (args.dy_t != nullptr) return DirectBackpropInput(args, args.dy_t, args.format, ctx);
+  DirectBackpropInput(args, args.dy, DataFormat::kNHWC, ctx);
 }
 
 // The filter gradient from x and dy in `format`, of type C or a 16-bit S: work items of `nb`
