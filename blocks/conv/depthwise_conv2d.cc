@@ -928,8 +928,8 @@ DwRowsFn<C> ForwardRowFor(int64_t elements) {
 // row.
 BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 
-// Every operand a row at a time (the filter gradient's sweep: an image at a time), but the
-// strided input gradient's out_backprop, whose rows it reads across the input rows, and an NCHW
+// Every operand a row at a time (the filter gradient's sweep and the strided input gradient's
+// out_backprop, whose rows it reads across the input rows: an image at a time), but an NCHW
 // input with a multiplier above 1 (the rows are not spread over the multiplier). NCHW rows are
 // transposed only when they hold at least kMinNchwRow pixels: a row of 14 pixels transposes
 // mostly element by element (the register transposes take 8 x 8 blocks), and 14- and 7-pixel
@@ -945,8 +945,7 @@ RowConverted DepthwiseKernels<T>::ConvertsRows(const ConvState& s) {
     case ConvOp::kForward:
       return {.input = input_rows, .result = true};
     case ConvOp::kBackpropInput:
-      if (g.stride_h == 1 && g.stride_w == 1) return {.out_backprop = true, .result = true};
-      return {.result = true};
+      return {.out_backprop = true, .result = true};
     case ConvOp::kBackpropFilter:
       if (!input_rows) return {};
       return {.input = true, .out_backprop = true};
@@ -1059,15 +1058,15 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
   }
 }
 
-template <typename T>
-void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
+// The input gradient at strides above 1: rows of the expanded channels c*M + m, with M > 1 into
+// a per-thread row first and then summed over m. dy in `format`, of type C or a 16-bit S: unless
+// NHWC of C, converted an image at a time as a thread's rows reach it (the row kernel reads dy
+// rows across each input row's taps).
+template <typename T, typename S>
+void DwBackpropInputStrided(const KernelArgs<T>& args, const S* dy, DataFormat format,
+                            const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
-  if (args.dy_t != nullptr) return DwBackpropInputStride1(args, args.dy_t, args.format, ctx);
-  if (g.stride_h == 1 && g.stride_w == 1)
-    return DwBackpropInputStride1(args, args.dy, DataFormat::kNHWC, ctx);
-  // Strided: rows of the expanded channels c*M + m, with M > 1 into a per-thread row first and
-  // then summed over m.
   const ConvGeometry e = Expanded(g);
   const int64_t rows = g.batch * g.in_h, row_size = g.in_w * g.in_depth, mult = g.multiplier;
   const int64_t row_cost =
@@ -1078,21 +1077,36 @@ void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelC
                            ? DwBackpropInputRowStream(C{})
                            : DwBackpropInputRow(C{});
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
+  ActivationChunks<S, C> dy_images(dy, format, g.batch, g.out_h, g.out_w, e.out_depth, g.out_h, nt,
+                                   kSlotOutBackpropRows);
   // Per-thread buffers, allocated here, outside the region: the row kernel's tap lists, and
   // with M > 1 a row of the expanded channels.
   PerThread<IntPair> scratch(nt, ScratchPairs(g));
   PerThread<C> expanded(nt, mult == 1 ? 0 : row_size * mult);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
     C* dxrow = out.Row(r, thread);
+    // Image r / in_h's dy, as image 0 of its chunk.
+    const C* dyimage = dy_images.Get(thread, r / g.in_h);
     if (mult == 1) {
-      row(e, args.w, args.dy, dxrow, r / g.in_h, r % g.in_h, zeros.data(), scratch[thread]);
+      row(e, args.w, dyimage, dxrow, 0, r % g.in_h, zeros.data(), scratch[thread]);
     } else {
-      row(e, args.w, args.dy, expanded[thread], r / g.in_h, r % g.in_h, zeros.data(),
-          scratch[thread]);
+      row(e, args.w, dyimage, expanded[thread], 0, r % g.in_h, zeros.data(), scratch[thread]);
       SumOverMultiplier(expanded[thread], dxrow, row_size, mult);
     }
     out.Done(r, thread);
   });
+}
+
+template <typename T>
+void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
+  const ConvGeometry& g = args.g;
+  const bool stride1 = g.stride_h == 1 && g.stride_w == 1;
+  if (args.dy_t != nullptr) {
+    if (stride1) return DwBackpropInputStride1(args, args.dy_t, args.format, ctx);
+    return DwBackpropInputStrided(args, args.dy_t, args.format, ctx);
+  }
+  if (stride1) return DwBackpropInputStride1(args, args.dy, DataFormat::kNHWC, ctx);
+  DwBackpropInputStrided(args, args.dy, DataFormat::kNHWC, ctx);
 }
 
 // The filter gradients the sweep computes: 3x3 filters at stride_w 1 and dilation 1, with
