@@ -1036,9 +1036,9 @@ void Conv2DKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& c
 
 // The input gradient's row kernels (the strided ones: stride 1 goes through DirectForward), dy
 // in `format`, of type C or a 16-bit S. Unless dy is NHWC of type C, it is converted a block of
-// a work item's images at a time (ActivationChunks); unless the result is (ResultRows::direct),
-// each item's dx rows go to a per-thread buffer of the item's images and are stored into the
-// op's tensor right after.
+// a work item's images at a time (ActivationChunks); unless dx is written straight into the
+// result (args.result), each item's dx rows go to a per-thread buffer of the item's images and
+// are stored into the op's tensor (args.result_t) right after.
 template <typename T, typename S>
 void DirectBackpropInput(const KernelArgs<T>& args, const S* dy, DataFormat format,
                          const KernelContext& ctx) {
