@@ -1005,13 +1005,10 @@ std::optional<ConvGeometry> InputGradientAsForward(const ConvGeometry& g, int64_
 // forward of out_backprop) its input and result a row at a time, the filter gradient and the
 // strided input gradient their out_backprop (and input) a work item's images at a time and
 // their result a row at a time. An NCHW or 16-bit layer then makes no whole float32 NHWC copy of
-// its activations. NCHW layers of rows under 16 pixels take whole buffers, as in the depthwise
-// set (DepthwiseKernels::ConvertsRows).
+// its activations, unless ConvertsInPieces says whole tensors are cheaper.
 template <typename T>
 RowConverted Conv2DKernels<T>::ConvertsRows(const ConvState& s) {
-  constexpr int64_t kMinNchwRow = 16;
-  const ConvGeometry& g = s.geometry;
-  if (s.attrs.format == DataFormat::kNCHW && std::min(g.in_w, g.out_w) < kMinNchwRow) return {};
+  if (!ConvertsInPieces(s)) return {};
   switch (s.op) {
     case ConvOp::kForward:
       return {.input = true, .result = true};

@@ -929,17 +929,13 @@ DwRowsFn<C> ForwardRowFor(int64_t elements) {
 BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 
 // Every operand a row at a time (the filter gradient's sweep and the strided input gradient's
-// out_backprop, whose rows it reads across the input rows: an image at a time), but an NCHW
-// input with a multiplier above 1 (the rows are not spread over the multiplier). NCHW rows are
-// transposed only when they hold at least kMinNchwRow pixels: a row of 14 pixels transposes
-// mostly element by element (the register transposes take 8 x 8 blocks), and 14- and 7-pixel
-// layers took 1.2-2x longer that way than with whole tensors (in cache at that size); 28 pixels
-// and more, 1.5-4.5x shorter (mnv2_dw_112x96_s2's forward 33 -> 7 ms).
+// out_backprop, whose rows it reads across the input rows: an image at a time), where
+// ConvertsInPieces says so, but an NCHW input with a multiplier above 1 (the rows are not
+// spread over the multiplier).
 template <typename T>
 RowConverted DepthwiseKernels<T>::ConvertsRows(const ConvState& s) {
-  constexpr int64_t kMinNchwRow = 16;
   const ConvGeometry& g = s.geometry;
-  if (s.attrs.format == DataFormat::kNCHW && std::min(g.in_w, g.out_w) < kMinNchwRow) return {};
+  if (!ConvertsInPieces(s)) return {};
   const bool input_rows = s.attrs.format == DataFormat::kNHWC || g.multiplier == 1;
   switch (s.op) {
     case ConvOp::kForward:

@@ -21,6 +21,18 @@
 
 namespace blockflow::conv::internal {
 
+/// Whether a kernel set converts an op's activations in pieces (a row, or a work item's few
+/// images, at a time) rather than as whole tensors before and after the kernel: always in NHWC;
+/// in NCHW only when rows hold at least 16 pixels. A row of 14 pixels transposes mostly element
+/// by element (the register transposes take 8 x 8 blocks), and the 14- and 7-pixel depthwise
+/// layers took 1.2-2x longer that way than with whole tensors (in cache at that size); 28 pixels
+/// and more, 1.5-4.5x shorter (mnv2_dw_112x96_s2's forward 33 -> 7 ms).
+inline bool ConvertsInPieces(const ConvState& s) {
+  constexpr int64_t kMinNchwRow = 16;
+  const ConvGeometry& g = s.geometry;
+  return s.attrs.format == DataFormat::kNHWC || std::min(g.in_w, g.out_w) >= kMinNchwRow;
+}
+
 /// The geometry of the multiplier-1 problem with C*M channels that a depthwise multiplier M
 /// reduces to.
 inline ConvGeometry Expanded(const ConvGeometry& g) {
@@ -88,10 +100,11 @@ class ExpandedRows {
     C* dst = ring_ + slot * RowSize(g_);
     if (keys_[slot] == key) return dst;
     keys_[slot] = key;
-    if (format_ == DataFormat::kNCHW || (mult == 1 && !std::is_same_v<S, C>)) {
+    if (format_ == DataFormat::kNCHW || mult == 1) {
       GatherRows(x_, format_, g_.in_h, g_.in_w, ch, n, ih, 1, dst, stride);
       return dst;
     }
+    // Spread over the multiplier (NHWC only: ConvertsRows leaves NCHW with M > 1 whole).
     for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride) {
       if constexpr (std::is_same_v<S, C>) {
         SpreadChannels(src, dst, ch, mult);

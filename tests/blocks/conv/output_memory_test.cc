@@ -140,10 +140,11 @@ TEST(UninitializedOutputs, EveryElementIsWritten) {
   EXPECT_EQ(checked, 60);
 }
 
-// An NCHW layer converts its operands into NHWC work buffers. Buffers above what a thread keeps
-// to itself between calls (internal::kReusedKeepBytes) go back to BufferPool::Scratch(), and
-// the next call takes them from there, paged in already, instead of mapping fresh memory (a
-// page fault every 4 KB).
+// An NCHW filter gradient converts its operands a work item's images at a time into NHWC work
+// buffers; here a single 260 x 260 x 64 image, 17 MB each for x and dy. Buffers above what a
+// thread keeps to itself between calls (internal::kReusedKeepBytes) go back to
+// BufferPool::Scratch(), and the next call takes them from there, paged in already, instead of
+// mapping fresh memory (a page fault every 4 KB).
 TEST(WorkBuffers, LargeOnesComeBackFromTheScratchPool) {
   Problem p;
   p.format = "NCHW";
