@@ -770,8 +770,8 @@ std::pair<int64_t, int64_t> RowsOf(int64_t rows, int nt, int t, int64_t align) {
 // by both). Either way every element is summed over k in the same order: the bits do not depend
 // on the split. `stream` as for GemmRows.
 template <typename C>
-void SplitGemm(const MatrixView<C>& a, const C* b, int64_t m, int64_t n, int64_t k, C* c,
-               const GemmTile& tile, int nt, const KernelContext& ctx, bool stream) {
+void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_t n, int64_t k,
+               C* c, const GemmTile& tile, int nt, const KernelContext& ctx, bool stream) {
   Reused<C> work(kSlotGemmWork);
   const int64_t per_thread = GemmWorkspaceElements(tile, sizeof(C));
   work->resize(static_cast<size_t>(nt * per_thread));
@@ -783,22 +783,34 @@ void SplitGemm(const MatrixView<C>& a, const C* b, int64_t m, int64_t n, int64_t
     if (by_columns) {
       const auto [n0, n1] = RowsOf(n, nt, t, tile.nr);
       if (n0 < n1) {
-        const MatrixView<C> bt = MatrixView<C>::Dense(b + n0, n, n1 - n0, false);
+        MatrixView<C> bt = b.Shifted(n0);
+        bt.extent = n1 - n0;
         GemmRows(a, bt, 0, m, n1 - n0, k, c + n0, n, mine, tile, ctx, nullptr, stream);
       }
     } else {
       const auto [m0, m1] = RowsOf(m, nt, t, tile.mr);
-      GemmRows(a, MatrixView<C>::Dense(b, n, n, false), m0, m1, n, k, c + m0 * n, n, mine, tile,
-               ctx, nullptr, stream);
+      GemmRows(a, b, m0, m1, n, k, c + m0 * n, n, mine, tile, ctx, nullptr, stream);
     }
   }
 }
 
-// Whole buffers, converted once: a dense layer reads its operands many times over, and their
-// conversion costs little beside its arithmetic (a float16 layer within 5% of float32).
+// Activations as whole buffers, converted once: a dense layer reads them many times over, and
+// their conversion costs little beside its arithmetic. A 16-bit filter is widened as PackB
+// reads it (the forward's and the input gradient's B), not into a whole float copy first.
 template <typename T>
 RowConverted GemmKernels<T>::ConvertsRows(const ConvState& /*s*/) {
-  return {};
+  return {.filter = !std::is_same_v<T, ComputeT<T>>};
+}
+
+// The HWIO filter as the GEMM's dense B, ld elements a stored row, `transposed` as for
+// MatrixView: the op's 16-bit tensor (args.w_t) or the compute buffer (args.w).
+template <typename T>
+MatrixView<ComputeT<T>> FilterView(const KernelArgs<T>& args, int64_t ld, bool transposed) {
+  using C = ComputeT<T>;
+  if constexpr (!std::is_same_v<T, C>) {
+    if (args.w_t != nullptr) return MatrixView<C>::Dense(args.w_t, ld, ld, transposed);
+  }
+  return MatrixView<C>::Dense(args.w, ld, ld, transposed);
 }
 
 template <typename T>
@@ -813,7 +825,7 @@ void GemmKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx
   const GemmTile tile = ActiveGemmTile(sizeof(C));
   const int nt = ThreadsFor(ctx.num_threads, m * n * k, 1 << 18);
   const bool stream = StreamsResult<C>(args.result_streamable, m, n, 1, nt);
-  SplitGemm(a, args.w, m, n, k, args.result, tile, nt, ctx, stream);
+  SplitGemm(a, FilterView(args, n, false), m, n, k, args.result, tile, nt, ctx, stream);
 }
 
 // The input gradient's col2im: adds the column block [j0, j1) of the column rows [r0, r1),
@@ -875,7 +887,7 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   work->resize(static_cast<size_t>(nt * per_thread));
   const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
   // B[co, (tap, ci)] = w[tap, ci, co]: the HWIO filter read along co.
-  const MatrixView<C> b = MatrixView<C>::Dense(args.w, co, co, true);
+  const MatrixView<C> b = FilterView(args, co, true);
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
@@ -921,7 +933,8 @@ void GemmKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelConte
     sums->resize(static_cast<size_t>(m * n));
     dw = sums.data();
   }
-  SplitGemm(a, args.dy, m, n, k, dw, tile, nt, ctx, /*stream=*/false);
+  SplitGemm(a, MatrixView<C>::Dense(args.dy, n, n, false), m, n, k, dw, tile, nt, ctx,
+            /*stream=*/false);
   if constexpr (!std::is_same_v<T, C>) {
     if (!ctx.cancelled()) {
       T* out = args.filter_grad->template data<T>();

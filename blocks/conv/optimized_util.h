@@ -69,6 +69,8 @@ class Operands {
 /// memory-bound depthwise layer itself).
 struct RowConverted {
   bool input = false, out_backprop = false, result = false;
+  /// The filter reaches the kernel as the op's tensor (KernelArgs::w_t), 16-bit.
+  bool filter = false;
 };
 
 /// What an optimized kernel set's functions get (BF_CONV_OPTIMIZED_KERNEL_SET): the operands the
@@ -92,6 +94,7 @@ struct KernelArgs {
   /// x, dy or result is then null. The kernel writes result_t whole (unless cancelled).
   const T* x_t = nullptr;
   const T* dy_t = nullptr;
+  const T* w_t = nullptr;  // w is then null
   T* result_t = nullptr;
   DataFormat format = DataFormat::kNHWC;
 };
@@ -118,7 +121,14 @@ static Status RunOptimizedKernels(const ConvState& s, const Tensor& a, const Ten
         args.x = ops.Input(a);
       }
     }
-    if (s.op != ConvOp::kBackpropFilter) args.w = ops.Filter(forward ? b : a);
+    if (s.op != ConvOp::kBackpropFilter) {
+      const Tensor& w = forward ? b : a;
+      if (rows.filter) {
+        args.w_t = w.data<T>();
+      } else {
+        args.w = ops.Filter(w);
+      }
+    }
     if (!forward) {
       if (rows.out_backprop) {
         args.dy_t = b.data<T>();

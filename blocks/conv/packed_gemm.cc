@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "blocks/conv/convert.h"
 #include "blocks/conv/isa.h"
 #include "blocks/conv/layout.h"
 
@@ -17,6 +18,8 @@ namespace {
 // of kKc x Nc elements of about kBBlockBytes, packed once per (Nc, kKc) block and kept in L2
 // while every A block passes over them.
 constexpr int64_t kKc = 256;
+// The columns of a transposed B that PackB interleaves at a time.
+constexpr int64_t kPackColumns = 8;
 constexpr int64_t kMcPanels = 20;
 constexpr int64_t kBBlockBytes = 512 << 10;
 // The columns of a B block: kBBlockBytes of kKc rows, in whole panels of nr.
@@ -133,11 +136,36 @@ BF_CONV_INLINE void PackTransposedA(const MatrixView<C>& a, int64_t i0, int64_t 
   }
 }
 
+// n elements of a dense B from element offset `at` of its storage, widened into `wide` when it
+// is stored as 16-bit floats (returning `wide`), else read where they are.
+template <typename C>
+BF_CONV_INLINE const C* DenseRun(const MatrixView<C>& b, int64_t at, int64_t n, C* wide) {
+  if constexpr (std::is_same_v<C, float>) {
+    if (b.half != nullptr) return WidenRun(b.half + at, wide, n), wide;
+    if (b.bfloat16 != nullptr) return WidenRun(b.bfloat16 + at, wide, n), wide;
+  }
+  return b.data + at;
+}
+
+// The stored bytes of one element of a dense B, and where element offset `at` is stored.
+template <typename C>
+BF_CONV_INLINE int64_t StoredBytes(const MatrixView<C>& b) {
+  return b.data != nullptr ? int64_t{sizeof(C)} : 2;
+}
+template <typename C>
+BF_CONV_INLINE const char* StoredAt(const MatrixView<C>& b, int64_t at) {
+  if (b.half != nullptr) return reinterpret_cast<const char*>(b.half + at);
+  if (b.bfloat16 != nullptr) return reinterpret_cast<const char*>(b.bfloat16 + at);
+  return reinterpret_cast<const char*>(b.data + at);
+}
+
 // Packs rows [k0, k0 + kc) and columns [j0, j0 + nc) of B (columns past `cols`, the end of B,
-// as zeros) into panels of NR columns, each [kc][NR].
+// as zeros) into panels of NR columns, each [kc][NR]. A B of 16-bit floats is widened a run at
+// a time into `wide` on its way to the panels: a row of the block, or the runs of kPackColumns
+// columns (8 KB of floats at most, in L1).
 template <typename C, typename V, int NR>
 BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
-                          int64_t cols, C* __restrict bp) {
+                          int64_t cols, C* __restrict bp, C* __restrict wide) {
   if (!b.transposed) {
     // Rows of B are contiguous along its columns: row by row, each one read as one contiguous
     // stream and written into row k of every panel. (Panel by panel, the block's kc rows, 4 KiB
@@ -146,11 +174,15 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
     // with the row kAhead rows on prefetched: fc6's 18.9 MB filter comes from memory, and its
     // packing took 4.7% of the forward's samples, 3.5% after.
     constexpr int64_t L = sizeof(V) / sizeof(C), kAhead = 8;
+    const int64_t row_bytes = nc * StoredBytes(b);
+    const int64_t stored = std::clamp<int64_t>(cols - j0, 0, nc);
     for (int64_t k = 0; k < kc; ++k) {
-      const C* __restrict src = b.data + (k0 + k) * b.ld + j0;
+      const int64_t at = (k0 + k) * b.ld + j0;
       if (k + kAhead < kc) {
-        for (int64_t j = 0; j < nc; j += L) __builtin_prefetch(src + kAhead * b.ld + j);
+        const char* ahead = StoredAt(b, at + kAhead * b.ld);
+        for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(ahead + off);
       }
+      const C* __restrict src = DenseRun(b, at, stored, wide);
       for (int64_t q = 0; q < nc; q += NR) {
         C* __restrict dst = bp + q * kc + k * NR;
         const int64_t valid = std::clamp<int64_t>(cols - (j0 + q), 0, NR);
@@ -168,17 +200,19 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
     C* panel = bp + q * kc;
     const int64_t valid = std::clamp<int64_t>(cols - (j0 + q), 0, NR);
     // Columns of B are contiguous along k (the input gradient's filter, read along co; B is
-    // always a dense matrix, only A is ever an im2col view): kJ columns side by side, so that
-    // each k writes kJ adjacent values of the panel, and a line of it is complete within two
-    // passes over the same kc lines (one column at a time, each of its kc stores touched
-    // another line of a panel larger than L1). 16 columns at once read more streams than L1
-    // has ways when the filter's rows are 4 KiB apart (1024 float channels), and measured
-    // slower on fc6; 2 and 4 gained less.
-    constexpr int64_t kJ = 8;
+    // always a dense matrix, only A is ever an im2col view): kPackColumns columns side by side,
+    // so that each k writes that many adjacent values of the panel, and a line of it is complete
+    // within two passes over the same kc lines (one column at a time, each of its kc stores
+    // touched another line of a panel larger than L1). 16 columns at once read more streams
+    // than L1 has ways when the filter's rows are 4 KiB apart (1024 float channels), and
+    // measured slower on fc6; 2 and 4 gained less.
+    constexpr int64_t kJ = kPackColumns;
     for (int64_t j0c = 0; j0c < NR; j0c += kJ) {
       const C* src[kJ];
-      for (int64_t u = 0; u < kJ; ++u)
-        src[u] = j0c + u < valid ? b.data + (j0 + q + j0c + u) * b.ld + k0 : nullptr;
+      for (int64_t u = 0; u < kJ; ++u) {
+        src[u] = j0c + u < valid ? DenseRun(b, (j0 + q + j0c + u) * b.ld + k0, kc, wide + u * kKc)
+                                 : nullptr;
+      }
       for (int64_t k = 0; k < kc; ++k) {
         C* __restrict dst = panel + k * NR + j0c;
         for (int64_t u = 0; u < kJ; ++u) dst[u] = src[u] == nullptr ? C{0} : src[u][k];
@@ -251,6 +285,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
            ldc * static_cast<int64_t>(sizeof(C)) % 64 == 0;
   C* ap = work;
   C* bp = work + Mc * kKc;
+  C* wide = bp + Nc * kKc;  // B's runs widened from 16-bit floats
   // A row-major A (a plain matrix, or im2col rows along the taps) is read in place where each
   // of a micro-panel's MR rows holds the block's kc values contiguously (inside the input):
   // packing would cost one store per element for every block of Nc columns. Other micro-panels
@@ -262,7 +297,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
     for (int64_t pc = 0; pc < k; pc += kKc) {
       if (ctx.cancelled()) return;
       const int64_t kc = std::min(kKc, k - pc);
-      PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp);
+      PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp, wide);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
         const int64_t mc = std::min(Mc, m1 - ic);
         if (a.transposed) PackTransposedA<C, MR>(a, ic, mc, m1, pc, kc, ap);
@@ -328,7 +363,8 @@ int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size) {
 }
 
 int64_t GemmWorkspaceElements(const GemmTile& tile, size_t elem_size) {
-  return kMcPanels * tile.mr * kKc + NcFor(tile.nr, elem_size) * kKc;
+  return kMcPanels * tile.mr * kKc + NcFor(tile.nr, elem_size) * kKc +
+         std::max(NcFor(tile.nr, elem_size), kKc * kPackColumns);
 }
 
 template <typename C>

@@ -174,5 +174,72 @@ TEST(WorkBuffers, LargeOnesComeBackFromTheScratchPool) {
   EXPECT_TRUE(second->BitwiseEquals(*first));
 }
 
+// The float capacity of the calling thread's kernel-call buffer for a converted filter
+// (internal::kSlotFilter), which ToCompute fills with a whole float copy of a 16-bit filter.
+size_t FilterCopyCapacity() {
+  internal::Reused<float> f(internal::kSlotFilter);
+  return f->capacity();
+}
+void DropFilterCopy() {
+  internal::Reused<float> f(internal::kSlotFilter);
+  f->clear();
+  f->shrink_to_fit();
+}
+
+// The packed GEMM (1x1 layers, and layers of few output pixels) widens a 16-bit filter as it
+// packs it, a run at a time, instead of into a whole float copy before the kernel (a float16
+// fc6's 9.4 MB filter became 18.9 MB of floats on every call). Its forward and input gradient
+// are then the float32 ones of the widened operands, rounded once, bit for bit; a direct layer,
+// which still widens its (small) filter whole, shows that the probe sees a copy when there is one.
+TEST(WorkBuffers, GemmWidensSixteenBitFiltersAsItPacksThem) {
+  struct Layer {
+    Problem p;
+    bool gemm;
+  };
+  std::vector<Layer> layers;
+  Problem pointwise;  // 1x1: 2 x 7 x 11 pixels, 40 -> 530 channels (two B blocks forward)
+  pointwise.n = 2;
+  pointwise.h = 7;
+  pointwise.w = 11;
+  pointwise.c = 40;
+  pointwise.cog = 530;
+  layers.push_back({pointwise, true});
+  Problem small = pointwise;  // 3x3 VALID on 6x6: 16 output pixels an image
+  small.h = small.w = 6;
+  small.fh = small.fw = 3;
+  small.c = 64;
+  small.cog = 97;
+  layers.push_back({small, true});
+  Problem direct = small;  // 3x3 on 20x20: 324 output pixels an image, the direct kernels
+  direct.h = direct.w = 20;
+  layers.push_back({direct, false});
+  std::mt19937_64 rng(17);
+  for (const Layer& layer : layers) {
+    Expected<Resolved> r = Resolve(layer.p);
+    ASSERT_TRUE(r.ok()) << layer.p.ToString() << ": " << r.status().message();
+    for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+      const Tensor x = RandomTensor(dtype, layer.p.InputShape(), rng, 64);
+      const Tensor w = RandomTensor(dtype, layer.p.FilterShape(), rng, 64);
+      const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng, 64);
+      for (int op : {0, 1}) {
+        const std::string what =
+            layer.p.ToString() + " op " + std::to_string(op) + " " + std::string(DTypeName(dtype));
+        DropFilterCopy();
+        Expected<Tensor> out = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, 1);
+        ASSERT_TRUE(out.ok()) << what << ": " << out.status().message();
+        if (layer.gemm) {
+          EXPECT_EQ(FilterCopyCapacity(), 0u) << what;
+        } else {
+          EXPECT_GE(FilterCopyCapacity(), static_cast<size_t>(w.num_elements())) << what;
+        }
+        Expected<Tensor> wide = RunOp(KernelKind::kOptimized, op, *r, x.CastTo(DType::kFloat32),
+                                      w.CastTo(DType::kFloat32), dy.CastTo(DType::kFloat32), 1);
+        ASSERT_TRUE(wide.ok()) << what << ": " << wide.status().message();
+        EXPECT_TRUE(out->BitwiseEquals(wide->CastTo(dtype))) << what;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace blockflow::conv::testing
