@@ -794,23 +794,29 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
   }
 }
 
-// Activations as whole buffers, converted once: a dense layer reads them many times over, and
-// their conversion costs little beside its arithmetic. A 16-bit filter is widened as PackB
-// reads it (the forward's and the input gradient's B), not into a whole float copy first.
+// The GEMM's B, widened as PackB reads it when 16-bit, not into a whole float copy first: the
+// filter (the forward's and the input gradient's B) and an NHWC out_backprop (the filter
+// gradient's). The other operands, which are A, and NCHW ones, are whole buffers converted
+// once: a dense layer reads them many times over, and their conversion costs little beside its
+// arithmetic.
 template <typename T>
-RowConverted GemmKernels<T>::ConvertsRows(const ConvState& /*s*/) {
-  return {.filter = !std::is_same_v<T, ComputeT<T>>};
+RowConverted GemmKernels<T>::ConvertsRows(const ConvState& s) {
+  const bool narrow = !std::is_same_v<T, ComputeT<T>>;
+  return {.out_backprop =
+              narrow && s.op == ConvOp::kBackpropFilter && s.attrs.format == DataFormat::kNHWC,
+          .filter = narrow};
 }
 
-// The HWIO filter as the GEMM's dense B, ld elements a stored row, `transposed` as for
-// MatrixView: the op's 16-bit tensor (args.w_t) or the compute buffer (args.w).
+// An operand as the GEMM's dense B, ld elements a stored row, `transposed` as for MatrixView:
+// the op's 16-bit tensor (`narrow`, when the kernel set was given it) or the compute buffer.
 template <typename T>
-MatrixView<ComputeT<T>> FilterView(const KernelArgs<T>& args, int64_t ld, bool transposed) {
+MatrixView<ComputeT<T>> DenseB(const T* narrow, const ComputeT<T>* wide, int64_t ld,
+                               bool transposed) {
   using C = ComputeT<T>;
   if constexpr (!std::is_same_v<T, C>) {
-    if (args.w_t != nullptr) return MatrixView<C>::Dense(args.w_t, ld, ld, transposed);
+    if (narrow != nullptr) return MatrixView<C>::Dense(narrow, ld, ld, transposed);
   }
-  return MatrixView<C>::Dense(args.w, ld, ld, transposed);
+  return MatrixView<C>::Dense(wide, ld, ld, transposed);
 }
 
 template <typename T>
@@ -825,7 +831,7 @@ void GemmKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx
   const GemmTile tile = ActiveGemmTile(sizeof(C));
   const int nt = ThreadsFor(ctx.num_threads, m * n * k, 1 << 18);
   const bool stream = StreamsResult<C>(args.result_streamable, m, n, 1, nt);
-  SplitGemm(a, FilterView(args, n, false), m, n, k, args.result, tile, nt, ctx, stream);
+  SplitGemm(a, DenseB(args.w_t, args.w, n, false), m, n, k, args.result, tile, nt, ctx, stream);
 }
 
 // The input gradient's col2im: adds the column block [j0, j1) of the column rows [r0, r1),
@@ -887,7 +893,7 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   work->resize(static_cast<size_t>(nt * per_thread));
   const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
   // B[co, (tap, ci)] = w[tap, ci, co]: the HWIO filter read along co.
-  const MatrixView<C> b = FilterView(args, co, true);
+  const MatrixView<C> b = DenseB(args.w_t, args.w, co, true);
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
@@ -933,7 +939,7 @@ void GemmKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelConte
     sums->resize(static_cast<size_t>(m * n));
     dw = sums.data();
   }
-  SplitGemm(a, MatrixView<C>::Dense(args.dy, n, n, false), m, n, k, dw, tile, nt, ctx,
+  SplitGemm(a, DenseB(args.dy_t, args.dy, n, false), m, n, k, dw, tile, nt, ctx,
             /*stream=*/false);
   if constexpr (!std::is_same_v<T, C>) {
     if (!ctx.cancelled()) {

@@ -174,24 +174,25 @@ TEST(WorkBuffers, LargeOnesComeBackFromTheScratchPool) {
   EXPECT_TRUE(second->BitwiseEquals(*first));
 }
 
-// The float capacity of the calling thread's kernel-call buffer for a converted filter
-// (internal::kSlotFilter), which ToCompute fills with a whole float copy of a 16-bit filter.
-size_t FilterCopyCapacity() {
-  internal::Reused<float> f(internal::kSlotFilter);
+// The float capacity of the calling thread's kernel-call buffer `slot` (internal::ReusedSlot),
+// where ToNHWC and ToCompute put whole float copies of 16-bit operands.
+size_t SlotCapacity(internal::ReusedSlot slot) {
+  internal::Reused<float> f(slot);
   return f->capacity();
 }
-void DropFilterCopy() {
-  internal::Reused<float> f(internal::kSlotFilter);
+void DropSlot(internal::ReusedSlot slot) {
+  internal::Reused<float> f(slot);
   f->clear();
   f->shrink_to_fit();
 }
 
-// The packed GEMM (1x1 layers, and layers of few output pixels) widens a 16-bit filter as it
-// packs it, a run at a time, instead of into a whole float copy before the kernel (a float16
-// fc6's 9.4 MB filter became 18.9 MB of floats on every call). Its forward and input gradient
-// are then the float32 ones of the widened operands, rounded once, bit for bit; a direct layer,
-// which still widens its (small) filter whole, shows that the probe sees a copy when there is one.
-TEST(WorkBuffers, GemmWidensSixteenBitFiltersAsItPacksThem) {
+// The packed GEMM (1x1 layers, and layers of few output pixels) widens its 16-bit B as it packs
+// it, a run at a time, instead of into a whole float copy before the kernel (a float16 fc6's
+// 9.4 MB filter became 18.9 MB of floats on every call): the filter of the forward and the input
+// gradient, out_backprop of the filter gradient. Each op is then the float32 one of the widened
+// operands, rounded once, bit for bit. A direct layer, which still widens its (small) filter
+// whole, shows that the probe sees a copy where there is one.
+TEST(WorkBuffers, GemmWidensSixteenBitOperandsAsItPacksThem) {
   struct Layer {
     Problem p;
     bool gemm;
@@ -214,6 +215,7 @@ TEST(WorkBuffers, GemmWidensSixteenBitFiltersAsItPacksThem) {
   direct.h = direct.w = 20;
   layers.push_back({direct, false});
   std::mt19937_64 rng(17);
+  int checked = 0;
   for (const Layer& layer : layers) {
     Expected<Resolved> r = Resolve(layer.p);
     ASSERT_TRUE(r.ok()) << layer.p.ToString() << ": " << r.status().message();
@@ -221,24 +223,28 @@ TEST(WorkBuffers, GemmWidensSixteenBitFiltersAsItPacksThem) {
       const Tensor x = RandomTensor(dtype, layer.p.InputShape(), rng, 64);
       const Tensor w = RandomTensor(dtype, layer.p.FilterShape(), rng, 64);
       const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng, 64);
-      for (int op : {0, 1}) {
+      for (int op : {0, 1, 2}) {
         const std::string what =
             layer.p.ToString() + " op " + std::to_string(op) + " " + std::string(DTypeName(dtype));
-        DropFilterCopy();
+        // The operand the GEMM takes as B.
+        const internal::ReusedSlot b = op == 2 ? internal::kSlotOutBackprop : internal::kSlotFilter;
+        DropSlot(b);
         Expected<Tensor> out = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, 1);
         ASSERT_TRUE(out.ok()) << what << ": " << out.status().message();
         if (layer.gemm) {
-          EXPECT_EQ(FilterCopyCapacity(), 0u) << what;
-        } else {
-          EXPECT_GE(FilterCopyCapacity(), static_cast<size_t>(w.num_elements())) << what;
+          EXPECT_EQ(SlotCapacity(b), 0u) << what;
+        } else if (op != 2) {  // the direct filter gradient converts dy in pieces
+          EXPECT_GE(SlotCapacity(b), static_cast<size_t>(w.num_elements())) << what;
         }
         Expected<Tensor> wide = RunOp(KernelKind::kOptimized, op, *r, x.CastTo(DType::kFloat32),
                                       w.CastTo(DType::kFloat32), dy.CastTo(DType::kFloat32), 1);
         ASSERT_TRUE(wide.ok()) << what << ": " << wide.status().message();
         EXPECT_TRUE(out->BitwiseEquals(wide->CastTo(dtype))) << what;
+        ++checked;
       }
     }
   }
+  EXPECT_EQ(checked, 18);
 }
 
 }  // namespace
