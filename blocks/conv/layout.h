@@ -204,10 +204,22 @@ template <typename S, typename D>
 void TransposeConvert(const S* s, int64_t ss, D* d, int64_t ds, int64_t ni, int64_t nj) {
   const bool fast = ActiveIsa() != Isa::kBase;
   for (int64_t i0 = 0; i0 < ni; i0 += kTransposeRows)
-    for (int64_t j0 = 0; j0 < nj; j0 += kTransposeCols)
-      TransposeConvertBlock(s + i0 * ss + j0, ss, d + j0 * ds + i0, ds,
-                            std::min(kTransposeRows, ni - i0), std::min(kTransposeCols, nj - j0),
-                            fast);
+    for (int64_t j0 = 0; j0 < nj; j0 += kTransposeCols) {
+      const int64_t rows = std::min(kTransposeRows, ni - i0);
+      // The next block's source rows, prefetched: they are kTransposeRows runs of rows ss
+      // apart (an NCHW image's channel planes), more streams than the hardware prefetcher
+      // follows. A float16 NCHW filter gradient of resnet_56x64 spent 8-11% of its samples
+      // waiting for them in the widening, 3% after (one pinned core, 20.0-20.4 -> 18.8-19.1 ms).
+      if (j0 + kTransposeCols < nj) {
+        const int64_t next = std::min(kTransposeCols, nj - j0 - kTransposeCols);
+        for (int64_t i = 0; i < rows; ++i) {
+          const char* run = reinterpret_cast<const char*>(s + (i0 + i) * ss + j0 + kTransposeCols);
+          for (int64_t o = 0; o < next * int64_t{sizeof(S)}; o += 64) __builtin_prefetch(run + o);
+        }
+      }
+      TransposeConvertBlock(s + i0 * ss + j0, ss, d + j0 * ds + i0, ds, rows,
+                            std::min(kTransposeCols, nj - j0), fast);
+    }
 }
 
 /// dst[b, j, i] = src[b, i, j] converted (ConvertRun) for b < n, i < rows, j < cols: n matrices
