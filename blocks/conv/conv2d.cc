@@ -796,9 +796,8 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
 
 // The GEMM's B, widened as PackB reads it when 16-bit, not into a whole float copy first: the
 // filter (the forward's and the input gradient's B) and an NHWC out_backprop (the filter
-// gradient's). The other operands, which are A, and NCHW ones, are whole buffers converted
-// once: a dense layer reads them many times over, and their conversion costs little beside its
-// arithmetic.
+// gradient's). The A operands and NCHW activations are whole buffers converted once: a dense
+// layer reads them many times over, and their conversion costs little beside its arithmetic.
 template <typename T>
 RowConverted GemmKernels<T>::ConvertsRows(const ConvState& s) {
   const bool narrow = !std::is_same_v<T, ComputeT<T>>;
