@@ -20,6 +20,9 @@ constexpr size_t kHugePage = size_t{2} << 20;
 
 size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
+// The size of the C heap block that serves a request below kMinPooledBytes.
+size_t HeapBlockSize(size_t bytes) { return std::max(kAlignment, RoundUp(bytes, kAlignment)); }
+
 // The block size a pooled request maps: whole pages, or whole huge pages from 2 MB on.
 size_t PooledBlockSize(size_t bytes) {
   return bytes >= kHugePage ? RoundUp(bytes, kHugePage) : RoundUp(bytes, kPage);
@@ -106,7 +109,7 @@ size_t BufferPool::DefaultCacheLimit() {
 std::byte* BufferPool::Take(size_t bytes, bool zeroed, size_t* size) {
   std::byte* p = nullptr;
   if (bytes < kMinPooledBytes) {
-    *size = std::max(kAlignment, RoundUp(bytes, kAlignment));
+    *size = HeapBlockSize(bytes);
     p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, *size));
     if (!p) return nullptr;
     if (zeroed) std::memset(p, 0, *size);
@@ -152,8 +155,7 @@ std::byte* BufferPool::AllocateBlock(size_t bytes) {
 
 void BufferPool::FreeBlock(std::byte* p, size_t bytes) {
   if (p == nullptr) return;
-  if (bytes < kMinPooledBytes)
-    return Free(p, std::max(kAlignment, RoundUp(bytes, kAlignment)), false);
+  if (bytes < kMinPooledBytes) return Free(p, HeapBlockSize(bytes), false);
   size_t size = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);

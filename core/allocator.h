@@ -36,8 +36,8 @@ struct PoolStats {
 /// ones are page-rounded anonymous mappings kept on a free list keyed by size when freed, and
 /// reused by a later request that needs at least 3/4 of the block (best fit). Blocks of 2 MB
 /// and more are aligned and (unless the pool is made without) advised for transparent huge
-/// pages. Cached bytes never exceed the
-/// cache limit: a block that would pass it goes back to the operating system.
+/// pages. Cached bytes never exceed the cache limit: a block that would pass it goes back to
+/// the operating system.
 class BufferPool {
  public:
   /// Requests of this size and more are pooled.

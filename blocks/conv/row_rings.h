@@ -97,14 +97,15 @@ class ExpandedRows {
       if (slots_ == 0) return src;
     }
     const int64_t slot = key % slots_, stride = Stride(g_);
-    C* dst = ring_ + slot * RowSize(g_);
-    if (keys_[slot] == key) return dst;
+    C* const row = ring_ + slot * RowSize(g_);
+    if (keys_[slot] == key) return row;
     keys_[slot] = key;
     if (format_ == DataFormat::kNCHW || mult == 1) {
-      GatherRows(x_, format_, g_.in_h, g_.in_w, ch, n, ih, 1, dst, stride);
-      return dst;
+      GatherRows(x_, format_, g_.in_h, g_.in_w, ch, n, ih, 1, row, stride);
+      return row;
     }
     // Spread over the multiplier (NHWC only: ConvertsRows leaves NCHW with M > 1 whole).
+    C* dst = row;
     for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride) {
       if constexpr (std::is_same_v<S, C>) {
         SpreadChannels(src, dst, ch, mult);
@@ -118,7 +119,7 @@ class ExpandedRows {
         }
       }
     }
-    return ring_ + slot * RowSize(g_);
+    return row;
   }
 
  private:
@@ -182,13 +183,14 @@ class ExpandedInputRows {
     }
     ExpandedRows<S, C> source = Source(thread);
     for (int64_t ih = 0; ih < g_.in_h; ++ih) source.Row(n, ih);
-    return ring_.data() + thread * slots_ * row_size_;
+    return Ring(thread);
   }
 
  private:
+  // Thread `thread`'s ring of slots_ rows.
+  C* Ring(int thread) { return ring_.data() + thread * slots_ * row_size_; }
   ExpandedRows<S, C> Source(int thread) {
-    return ExpandedRows<S, C>(g_, x_, format_, ring_.data() + thread * slots_ * row_size_,
-                              keys_[thread], slots_);
+    return ExpandedRows<S, C>(g_, x_, format_, Ring(thread), keys_[thread], slots_);
   }
 
   const ConvGeometry& g_;
