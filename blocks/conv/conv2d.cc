@@ -805,6 +805,9 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
 // filter (the forward's and the input gradient's B) and an NHWC out_backprop (the filter
 // gradient's). The A operands and NCHW activations are whole buffers converted once: a dense
 // layer reads them many times over, and their conversion costs little beside its arithmetic.
+// Widened by the packers instead, a float16 fc6's forward took 4% longer and a 1x1 layer's
+// forward and input gradient 3-8%: the packers read A once per block of B's columns, and an
+// im2col A holds each input up to fh * fw times, where the whole copy widens each value once.
 template <typename T>
 RowConverted GemmKernels<T>::ConvertsRows(const ConvState& s) {
   const bool narrow = !std::is_same_v<T, ComputeT<T>>;

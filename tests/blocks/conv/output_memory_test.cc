@@ -211,6 +211,13 @@ TEST(WorkBuffers, GemmWidensSixteenBitOperandsAsItPacksThem) {
   small.c = 64;
   small.cog = 97;
   layers.push_back({small, true});
+  Problem padded = small;  // 3x3 SAME at stride 2 on 6x7: the im2col A reaches into the padding
+  padded.w = 7;
+  padded.c = 65;
+  padded.cog = 67;
+  padded.padding = "SAME";
+  padded.sh = padded.sw = 2;
+  layers.push_back({padded, true});
   Problem direct = small;  // 3x3 on 20x20: 324 output pixels an image, the direct kernels
   direct.h = direct.w = 20;
   layers.push_back({direct, false});
@@ -244,7 +251,7 @@ TEST(WorkBuffers, GemmWidensSixteenBitOperandsAsItPacksThem) {
       }
     }
   }
-  EXPECT_EQ(checked, 18);
+  EXPECT_EQ(checked, 24);
 }
 
 }  // namespace
