@@ -333,18 +333,21 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
     }
   }
   if (k.cancelled()) return;
-  // The sums straight into `out` when it is of the compute type; else into the first partial
-  // sum, rounded into `out` after, a vector at a time (ConvertParallel).
+  // The sums into the first partial sum, a chunk at a time, each thread's added in turn (loops
+  // the compiler vectorises: one over the threads per element was scalar, 3% of mnv1_dw13's
+  // filter gradient on one thread), then copied into `out` when it is of the compute type, else
+  // rounded into it a vector at a time (ConvertParallel).
+  constexpr int64_t kChunk = 4096;
   C* sums = partial.data();
+  const int64_t chunks = (size + kChunk - 1) / kChunk;
 #pragma omp parallel for num_threads(ThreadsFor(k.num_threads, size* nt, 1 << 16)) schedule(static)
-  for (int64_t i = 0; i < size; ++i) {
-    C s = sums[i];
-    for (int t = 1; t < nt; ++t) s += sums[t * stride + i];
-    if constexpr (std::is_same_v<T, C>) {
-      out[i] = s;
-    } else {
-      sums[i] = s;
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const int64_t i0 = chunk * kChunk, i1 = std::min(size, i0 + kChunk);
+    for (int t = 1; t < nt; ++t) {
+      const C* __restrict theirs = sums + t * stride;
+      for (int64_t i = i0; i < i1; ++i) sums[i] += theirs[i];
     }
+    if constexpr (std::is_same_v<T, C>) std::copy(sums + i0, sums + i1, out + i0);
   }
   if constexpr (!std::is_same_v<T, C>) ConvertParallel(sums, out, size, k.num_threads);
 }
