@@ -150,10 +150,10 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // float64 at 1024, float64 at 512).
       {"NHWC", "SAME", 4, 5, 1024, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "SAME", 5, 6, 512, 1, 8, 1, 1, 1, 1, 1},
-      // Pixels 2 KiB apart (512 floats, 256 doubles), whose filter gradient sweeps copy each
-      // channel block's rows into a buffer first.
-      {"NHWC", "SAME", 4, 5, 256, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "VALID", 5, 6, 512, 1, 8, 2, 1, 2, 1, 1},
+      // Pixels 2 KiB apart, whose depthwise filter gradient copies each channel block's input
+      // rows into a buffer first: float32 at 512 channels (above), float64 at 256.
+      {"NHWC", "SAME", 4, 5, 256, 1, 8, 1, 1, 1, 1, 1},
       // Few input channels, whose filter gradient takes each filter row's fw x C taps as one
       // run: the stem's 3 channels 7 x 7 at stride 2, 2 channels 5 x 5 (a run of 10, whose
       // last tile of 7 overlaps the first), 7 channels 1 x 1 (a run of exactly 7).
