@@ -885,8 +885,8 @@ BF_CONV_INLINE void DwCopyBlock(const ConvGeometry& g, const C* x, int64_t ih0, 
 }
 
 // One sweep item: the channel block [c0, c0 + width), width NV*L, L or less than L. With a
-// `block` buffer (every block NV*L wide), the block's input rows are copied into it first and
-// the sweep reads them there.
+// `block` buffer, a block NV*L wide has its input rows copied into it first and the sweep reads
+// them there.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0,
                              int64_t oh1, int64_t c0, int64_t width, C* dw, C* block) {
@@ -899,7 +899,7 @@ BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int
     return;
   }
   constexpr int64_t L = sizeof(V) / sizeof(C);
-  if (block != nullptr) {
+  if (block != nullptr && width == NV * L) {
     const int64_t ih0 = std::max<int64_t>(0, g.input_row(oh0, 0));
     const int64_t ih1 = std::min(g.in_h, g.input_row(oh1 - 1, 2) + 1);
     DwCopyBlock<C, V, NV>(g, x, ih0, ih1, c0, block);

@@ -151,7 +151,6 @@ class ExpandedInputRows {
         row_size_(ExpandedRows<S, C>::RowSize(g)),
         ring_(kSlotInputRows),
         keys_(nt, slots_, -1),
-        images_(nt, 1, -1),
         rows_(nt, g.filter_h) {
     e_.in_depth = ExpandedRows<S, C>::Stride(g);
     // Kept between calls and not cleared (the keys say which rows a slot holds), instead of
@@ -167,7 +166,6 @@ class ExpandedInputRows {
   /// reads, expanded to C*M channels, or nullptr where it falls outside the input.
   const C* const* FilterRows(int thread, int64_t r) {
     ExpandedRows<S, C> source = Source(thread);
-    *images_[thread] = -1;  // the rows read here may take slots of the last Image's rows
     const C** xr = rows_[thread];
     const int64_t n = r / g_.out_h, oh = r % g_.out_h;
     for (int64_t kh = 0; kh < g_.filter_h; ++kh) {
@@ -183,13 +181,15 @@ class ExpandedInputRows {
     if constexpr (std::is_same_v<S, C>) {
       if (!ExpandedRows<S, C>::Copies(g_, format_)) return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
     }
-    // The thread's items take an image's channel blocks one after another: its rows are
-    // checked once (a key check and a division per row and item took 3% of mnv1_dw13's filter
-    // gradient).
-    if (*images_[thread] != n) {
+    // A thread's items take an image's channel blocks one after another, and the ring holds
+    // row ih in slot ih: the keys say whether the image is there without Row's division per
+    // row (which, with its key check, took 3% of mnv1_dw13's filter gradient).
+    const int64_t* keys = keys_[thread];
+    bool held = true;
+    for (int64_t ih = 0; ih < g_.in_h && held; ++ih) held = keys[ih] == n * g_.in_h + ih;
+    if (!held) {
       ExpandedRows<S, C> source = Source(thread);
       for (int64_t ih = 0; ih < g_.in_h; ++ih) source.Row(n, ih);
-      *images_[thread] = n;
     }
     return Ring(thread);
   }
@@ -208,7 +208,6 @@ class ExpandedInputRows {
   int64_t slots_, row_size_;
   Reused<C> ring_;
   PerThread<int64_t> keys_;
-  PerThread<int64_t> images_;  // the image whose rows the thread's ring holds whole, or -1
   PerThread<const C*> rows_;
 };
 
