@@ -755,13 +755,20 @@ bool IsPointwise(const ConvGeometry& g) {
 // need enough channels on each side to fill the register tile's vectors. Wide layers stay on the
 // direct kernels: on the ResNet 3x3 layers (56x56x64, 28x28x128) the GEMM measured 1.1-2x
 // their time, its im2col packing costing as much as a 64- or 128-column product per element.
-bool UseGemm(const ConvGeometry& g) {
-  if (g.depthwise || g.groups != 1 || g.in_depth < 32 || g.out_depth < 32) return false;
+// The input gradient of a layer of few input channels (an image's 3) goes through the GEMM
+// too, dy[pixels, co] * w^T[co, taps * ci] and col2im: the direct kernel sums each input
+// value's products as dot products over the output channels (BackpropInputDot), and reached
+// 28% of the FMA peak on the stem, where the GEMM's tiles waste the quarter of their columns
+// past the 147 taps and col2im adds each pixel's filter rows as runs.
+bool UseGemm(const ConvGeometry& g, ConvOp op) {
+  if (g.depthwise || g.groups != 1) return false;
+  if (op == ConvOp::kBackpropInput && g.in_depth < 8 && g.out_depth >= 32) return true;
+  if (g.in_depth < 32 || g.out_depth < 32) return false;
   if (IsPointwise(g)) return true;
   return g.out_h * g.out_w <= 64 && g.in_depth >= 64 && g.out_depth >= 64;
 }
 
-// The GEMM path's kernel set, for the geometries UseGemm picks.
+// The GEMM path's kernel set, for the geometries and ops UseGemm picks.
 BF_CONV_OPTIMIZED_KERNEL_SET(GemmKernels);
 
 // Rows [begin, end) of `rows` split among `nt` threads in multiples of `align`: thread t's.
@@ -852,23 +859,36 @@ struct Col2im {
   const C* col;
   int64_t slab, r0, r1;
 
+  // The taps of one filter row read the input row ih; without dilation they read adjacent
+  // pixels, and the values of those inside the input go into dx as one run (the stem's 7 taps
+  // of 3 channels, 21 values), where a tap at a time added 3.
   static void Add(void* self, int64_t j0, int64_t j1) {
     const Col2im& s = *static_cast<const Col2im*>(self);
     const ConvGeometry& g = *s.g;
-    const int64_t ci = g.in_depth, pixels = g.out_h * g.out_w;
+    const int64_t ci = g.in_depth, pixels = g.out_h * g.out_w, fw = g.filter_w;
+    const int64_t dil = g.dilation_w, per_row = fw * ci;  // q = (kh * fw + kw) * ci + c
     for (int64_t r = s.r0; r < s.r1; ++r) {
       const int64_t img = r / pixels, oh = r % pixels / g.out_w, ow = r % g.out_w;
       const C* row = s.col + (r - s.r0) * s.slab - j0;
-      for (int64_t q = j0; q < j1;) {  // q = tap * ci + c
-        const int64_t tap = q / ci, c0 = q % ci, count = std::min(ci - c0, j1 - q);
-        const int64_t ih = g.input_row(oh, tap / g.filter_w);
-        const int64_t iw = g.input_col(ow, tap % g.filter_w);
-        if (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w) {
-          C* __restrict d = s.dx + ((img * g.in_h + ih) * g.in_w + iw) * ci + c0;
+      // The taps kw in [lo, hi) read inside the input row: iw = base + kw * dil.
+      const int64_t base = g.input_col(ow, 0);
+      const int64_t lo = base >= 0 ? 0 : (dil - 1 - base) / dil;
+      const int64_t hi = std::min(fw, std::max<int64_t>(0, (g.in_w - base + dil - 1) / dil));
+      for (int64_t kh = j0 / per_row; kh * per_row < j1; ++kh) {
+        const int64_t ih = g.input_row(oh, kh);
+        if (ih < 0 || ih >= g.in_h) continue;
+        const int64_t pixel0 = ((img * g.in_h + ih) * g.in_w + base) * ci;  // tap 0's (may be < 0)
+        const int64_t q0 = std::max(j0, kh * per_row + lo * ci);
+        const int64_t q1 = std::min(j1, kh * per_row + hi * ci);
+        for (int64_t q = q0; q < q1;) {
+          // A run: the rest of the row's taps without dilation, else the rest of one tap.
+          const int64_t in_row = q - kh * per_row, kw = in_row / ci;
+          const int64_t count = dil == 1 ? q1 - q : std::min(q1 - q, (kw + 1) * ci - in_row);
+          C* __restrict d = s.dx + (pixel0 + kw * (dil - 1) * ci + in_row);
           const C* __restrict v = row + q;
           for (int64_t u = 0; u < count; ++u) d[u] += v[u];
+          q += count;
         }
-        q += count;
       }
     }
   }
@@ -884,15 +904,17 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   const bool pointwise = IsPointwise(g);
   const GemmTile tile = ActiveGemmTile(sizeof(C));
   // Threads take whole images (col2im adds into the pixels of its own images only). The column
-  // matrix goes a GEMM column block (`slab` columns) at a time through a buffer of `span` rows:
-  // as many whole images as fit in kColumnBytes, at least one (UseGemm takes only images of a
-  // few pixels, far below the cap), so the order of the sums into an image, and so their bits,
-  // depend on the geometry alone.
+  // matrix goes a GEMM column block (`slab` columns, or all n when fewer) at a time through a
+  // buffer of `span` rows, about kColumnBytes: as many whole images as fit, or an image of more
+  // rows (the stem's 12544) in runs of `span` rows from its first. Either way the sums into an
+  // image come in an order, and so with bits, that depend on the geometry alone.
   constexpr int64_t kColumnBytes = 4 << 20;
-  const int64_t slab = GemmColumnBlock(tile, sizeof(C));
-  const int64_t images =
-      std::max<int64_t>(1, kColumnBytes / int64_t{sizeof(C)} / slab / std::max<int64_t>(1, pixels));
-  const int64_t span = pointwise ? 0 : images * pixels;
+  const int64_t slab =
+      std::min(GemmColumnBlock(tile, sizeof(C)), (n + tile.nr - 1) / tile.nr * tile.nr);
+  const int64_t span = pointwise ? 0
+                                 : std::max<int64_t>(tile.mr, kColumnBytes / int64_t{sizeof(C)} /
+                                                                  slab / tile.mr * tile.mr);
+  const int64_t images = std::max<int64_t>(1, span / std::max<int64_t>(1, pixels));
   // A 1x1 layer's rows are independent: any split. Else at most one thread per image.
   const int wanted = ThreadsFor(ctx.num_threads, g.batch * pixels * n * co, 1 << 18);
   const int nt = pointwise ? wanted : static_cast<int>(std::min<int64_t>(g.batch, wanted));
@@ -920,9 +942,12 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
         // writes nothing.
         const int64_t count = std::min(b1 - img, images);
         std::fill(dx + img * image, dx + (img + count) * image, C{0});
-        sc.r0 = img * pixels;
-        sc.r1 = (img + count) * pixels;
-        GemmRows(a, b, sc.r0, sc.r1, n, co, ap + gemm_work, slab, ap, tile, ctx, &sink);
+        const int64_t end = (img + count) * pixels;
+        for (int64_t r = img * pixels; r < end && !ctx.cancelled(); r += span) {
+          sc.r0 = r;
+          sc.r1 = std::min(end, r + span);
+          GemmRows(a, b, sc.r0, sc.r1, n, co, ap + gemm_work, slab, ap, tile, ctx, &sink);
+        }
         img += count;
       }
     }
@@ -1200,7 +1225,8 @@ void Conv2DKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelCon
 
 Status RunConv2DKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
                         const KernelContext& ctx) {
-  if (UseGemm(state.geometry)) return RunOptimizedKernels<GemmKernels>(state, a, b, out, ctx);
+  if (UseGemm(state.geometry, state.op))
+    return RunOptimizedKernels<GemmKernels>(state, a, b, out, ctx);
   return RunOptimizedKernels<Conv2DKernels>(state, a, b, out, ctx);
 }
 
