@@ -23,22 +23,27 @@ namespace {
 // loop. Taps outside the input read `zeros` instead of branching per element.
 // ---------------------------------------------------------------------------------------------
 
-// The filter packed for the forward tiles: for each group and each block of L output channels
-// [j, j + L) of the group (j < cog_vec, the channels that fill whole vectors), a contiguous
-// panel [kh, kw, ci, L], so the tile streams it instead of striding by out_depth (which also
-// maps every row of a wide filter to the same L1 set). The HWIO filter follows the panels.
+// The filter packed for the vector tiles: for each group, its lanes that fill whole vectors
+// (j < vec_width: the forward's output channels, the input gradient's input channels) in pairs
+// of L-lane blocks, each pair a contiguous panel [tap][reduce][2L], so the tile streams it
+// instead of striding by the lanes of the filter (which also maps every row of a wide filter to
+// the same L1 set). A tile's two vectors per step are then one pointer apart by 64 bytes, not
+// two pointers: on AVX-512 the 7 x 2 forward tile's loop ran short of general registers and
+// reloaded one from the stack every step. An odd last block is a panel [tap][reduce][L] of its
+// own. The lanes [j, j + L) start at PanelOffset, the next step PanelStep lanes further.
 inline int64_t PanelOffset(const ConvGeometry& g, int64_t vec_width, int64_t grp, int64_t j,
-                           int64_t reduce) {
-  return (grp * vec_width + j) * g.filter_h * g.filter_w * reduce;
+                           int64_t reduce, int64_t L) {
+  const int64_t pair = j - j % (2 * L);
+  return (grp * vec_width + pair) * g.filter_h * g.filter_w * reduce + j % (2 * L);
+}
+inline int64_t PanelStep(int64_t vec_width, int64_t j, int64_t L) {
+  return j - j % (2 * L) + 2 * L <= vec_width ? 2 * L : L;
 }
 
-// Panels of a filter for the vector tiles: for each group and each block of L lanes [j, j + L)
-// of the group's lanes that fill whole vectors (j < lanes_vec), one contiguous panel
-// [tap][reduce][L] at PanelOffset, lane l of (tap, r) holding src(grp, tap, r, j + l). The
-// forward's lanes are output channels summed over input channels; the input gradient's, the
-// other way round. The panels are shared among up to `num_threads` threads: packed on one, a
-// 3x3 filter of 128 to 128 channels took 1.5% of a stride-2 forward's time on one thread and
-// 3.4% on two.
+// Panels of a filter for the vector tiles, as PanelOffset lays them out: lane l of block j's
+// (tap, r) holding src(grp, tap, r, j + l). The panels are shared among up to `num_threads`
+// threads: packed on one, a 3x3 filter of 128 to 128 channels took 1.5% of a stride-2
+// forward's time on one thread and 3.4% on two.
 template <typename C, typename Src>
 void PackPanels(const ConvGeometry& g, int64_t lanes_vec, int64_t reduce, const Src& src, C* o,
                 int num_threads) {
@@ -49,10 +54,11 @@ void PackPanels(const ConvGeometry& g, int64_t lanes_vec, int64_t reduce, const 
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t grp = p / blocks, j = p % blocks * L;
-    C* panel = o + PanelOffset(g, lanes_vec, grp, j, reduce);
+    const int64_t step = PanelStep(lanes_vec, j, L);
+    C* panel = o + PanelOffset(g, lanes_vec, grp, j, reduce, L);
     for (int64_t t = 0; t < taps; ++t)
       for (int64_t r = 0; r < reduce; ++r)
-        for (int64_t l = 0; l < L; ++l) panel[(t * reduce + r) * L + l] = src(grp, t, r, j + l);
+        for (int64_t l = 0; l < L; ++l) panel[(t * reduce + r) * step + l] = src(grp, t, r, j + l);
   }
 }
 
@@ -93,9 +99,12 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, cog_vec = cog - cog % L, co0 = grp * cog + j0;
+  // A tile of NV >= 2 vectors starts at an even block (the row's tiles go 4, 2, then 1 vector
+  // at a time from lane 0), so its vectors lie in whole pairs.
+  const int64_t S = PanelStep(cog_vec, j0, L);
   const C* panel[NV];
   for (int k = 0; k < NV; ++k)
-    panel[k] = wp + PanelOffset(g, cog_vec, grp, j0 + int64_t{k} * L, cig);
+    panel[k] = wp + PanelOffset(g, cog_vec, grp, j0 + int64_t{k} * L, cig, L);
   // Without groups and dilation, the inputs of one filter row (kw, ci) for one pixel are
   // fw * cig contiguous values, and so are the filter panel's: tiles whose pixels read only
   // inside the row take them as one run, with no per-tap pointer setup (the stem's 7 x 7 taps
@@ -114,8 +123,8 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
         const C* xp[P];
         for (int p = 0; p < P; ++p) xp[p] = xrow + g.input_col(ow0 + p, 0) * ci_all;
         const C* wk[NV];
-        for (int k = 0; k < NV; ++k) wk[k] = panel[k] + kh * run * L;
-        AddTapPixels<0, 0>(xp, wk, run, acc);
+        for (int k = 0; k < NV; ++k) wk[k] = panel[k] + kh * run * S;
+        AddTapPixels<0, 0>(xp, wk, run, acc, S);
         continue;
       }
       for (int64_t kw = 0; kw < g.filter_w; ++kw) {
@@ -127,8 +136,8 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
         }
         const int64_t tap = kh * g.filter_w + kw;
         const C* wk[NV];
-        for (int k = 0; k < NV; ++k) wk[k] = panel[k] + tap * cig * L;
-        AddTap<C, V, P, NV>(xp, wk, cig, zeros, acc);
+        for (int k = 0; k < NV; ++k) wk[k] = panel[k] + tap * cig * S;
+        AddTap<C, V, P, NV>(xp, wk, cig, zeros, acc, S);
       }
     }
     for (int p = 0; p < P && ow0 + p < g.out_w; ++p)
@@ -214,9 +223,10 @@ BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restric
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, cig_vec = cig - cig % L;
+  const int64_t S = PanelStep(cig_vec, j0, L);  // as for ForwardTiles
   const C* panel[NV];
   for (int k = 0; k < NV; ++k)
-    panel[k] = wp + PanelOffset(g, cig_vec, grp, j0 + int64_t{k} * L, cog);
+    panel[k] = wp + PanelOffset(g, cig_vec, grp, j0 + int64_t{k} * L, cog, L);
   C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig + j0;
   // The taps that reach this row, and per column phase the taps that reach it, resolved once
   // here: integer division per tile would cost more than the tile's arithmetic.
@@ -246,8 +256,8 @@ BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restric
           }
           const int64_t tap = kh * g.filter_w + kw;
           const C* wk[NV];
-          for (int k = 0; k < NV; ++k) wk[k] = panel[k] + (tap * cog + c0) * L;
-          AddTap<C, V, P, NV>(dyp, wk, co_range[1] - c0, zeros + c0, acc);
+          for (int k = 0; k < NV; ++k) wk[k] = panel[k] + (tap * cog + c0) * S;
+          AddTap<C, V, P, NV>(dyp, wk, co_range[1] - c0, zeros + c0, acc, S);
         }
       }
       for (int p = 0; p < P && t0 + p < count; ++p)

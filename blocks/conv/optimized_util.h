@@ -264,15 +264,19 @@ inline void ReachingCols(const ConvGeometry& g, int64_t r, PairList* out) {
 }
 
 /// One tap of a register tile over the pixels [Lo, P - Hi) (the others read the padding):
-/// acc[p][k] += src[p][q] * wk[k][q * L] for q in [0, n), the pixels' inputs contiguous along q
-/// and the NV filter panels L values per step.
+/// acc[p][k] += src[p][q] * wk[k][q * S] for q in [0, n), the pixels' inputs contiguous along q
+/// and the NV filter vectors S values per step: with NV >= 2 in pairs of vectors side by side
+/// (S = 2L, wk[2i + 1] = wk[2i] + L, read through wk[2i] alone); one vector `step` (2L inside a
+/// pair, L alone).
 template <int Lo, int Hi, typename C, typename V, int P, int NV>
 BF_CONV_INLINE void AddTapPixels(const C* const (&src)[P], const C* const (&wk)[NV], int64_t n,
-                                 V (&acc)[P][NV]) {
+                                 V (&acc)[P][NV], int64_t step) {
   constexpr int L = sizeof(V) / sizeof(C);
+  static_assert(NV == 1 || NV % 2 == 0, "vectors come in pairs");
+  const int64_t S = NV == 1 ? step : 2 * L;
   for (int64_t q = 0; q < n; ++q) {
     V wv[NV];
-    for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(wk[k] + q * L);
+    for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(wk[k - k % 2] + k % 2 * L + q * S);
     for (int p = Lo; p < P - Hi; ++p) {
       const C x = src[p][q];
       for (int k = 0; k < NV; ++k) acc[p][k] += wv[k] * x;
@@ -285,17 +289,17 @@ BF_CONV_INLINE void AddTapPixels(const C* const (&src)[P], const C* const (&wk)[
 /// other patterns, and the narrower ISAs, take every pixel.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void AddTap(const C* const (&src)[P], const C* const (&wk)[NV], int64_t n,
-                           const C* zeros, V (&acc)[P][NV]) {
+                           const C* zeros, V (&acc)[P][NV], int64_t step) {
   if constexpr (!kIsSplitVec<V> && P > 4) {
     int lo = 0, hi = 0;
     while (lo < P && src[lo] == zeros) ++lo;
     while (hi < P - lo && src[P - 1 - hi] == zeros) ++hi;
-    if (lo == 1 && hi == 0) return AddTapPixels<1, 0>(src, wk, n, acc);
-    if (lo == 0 && hi == 1) return AddTapPixels<0, 1>(src, wk, n, acc);
-    if (lo == 2 && hi == 0) return AddTapPixels<2, 0>(src, wk, n, acc);
-    if (lo == 0 && hi == 2) return AddTapPixels<0, 2>(src, wk, n, acc);
+    if (lo == 1 && hi == 0) return AddTapPixels<1, 0>(src, wk, n, acc, step);
+    if (lo == 0 && hi == 1) return AddTapPixels<0, 1>(src, wk, n, acc, step);
+    if (lo == 2 && hi == 0) return AddTapPixels<2, 0>(src, wk, n, acc, step);
+    if (lo == 0 && hi == 2) return AddTapPixels<0, 2>(src, wk, n, acc, step);
   }
-  AddTapPixels<0, 0>(src, wk, n, acc);
+  AddTapPixels<0, 0>(src, wk, n, acc, step);
 }
 
 /// With AVX-512's 32 registers (NV 2) a register tile can be 7 pixels wide (7 x 2 sums): fewer
