@@ -299,6 +299,9 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
       const int64_t kc = std::min(kKc, k - pc);
       PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp, wide);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
+        // Polled per block of A as well: one pass of a block of B over the rows can take a
+        // large share of the run (a 1x1 layer's 8192 rows, a few milliseconds).
+        if (ctx.cancelled()) return;
         const int64_t mc = std::min(Mc, m1 - ic);
         if (a.transposed) PackTransposedA<C, MR>(a, ic, mc, m1, pc, kc, ap);
         for (int64_t ir = 0; ir < mc; ir += MR) {
