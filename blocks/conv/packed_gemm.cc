@@ -1,5 +1,7 @@
 #include "blocks/conv/packed_gemm.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "blocks/conv/convert.h"
@@ -15,16 +17,29 @@ namespace {
 
 // Cache blocking, the same for every ISA: kKc values of k per block (an AVX-512 A micro-panel,
 // 6 x 256 floats, is 6 KB of L1), kMcPanels micro-panels of A per packed block, and B blocks
-// of kKc x Nc elements of about kBBlockBytes, packed once per (Nc, kKc) block and kept in L2
+// of kKc x Nc elements of about BBlockBytes(), packed once per (Nc, kKc) block and kept in L2
 // while every A block passes over them.
 constexpr int64_t kKc = 256;
 // The columns of a transposed B that PackB interleaves at a time.
 constexpr int64_t kPackColumns = 8;
 constexpr int64_t kMcPanels = 20;
-constexpr int64_t kBBlockBytes = 512 << 10;
-// The columns of a B block: kBBlockBytes of kKc rows, in whole panels of nr.
-constexpr int64_t NcFor(int64_t nr, size_t elem_size) {
-  const int64_t nc = kBBlockBytes / (kKc * static_cast<int64_t>(elem_size)) / nr * nr;
+// A B block takes half a core's L2 cache (as the C library reads it from the CPU; 512 KB when
+// it cannot), from 256 KB to 1 MB. With 1 MB of L2, 512 KB measured best (256 KB: fc6's filter
+// gradient 6% slower). With 2 MB, 1 MB blocks against 512 KB, best of 20 runs on one pinned
+// core: fc6's filter gradient 34.1 -> 31.4 ms (its transposed A packed once, not once per half
+// of the columns), its forward 31.8 -> 31.2, the 1x1 filter gradient 5.78 -> 5.60, the 1x1
+// forward and input gradients unchanged.
+int64_t BBlockBytes() {
+  static const int64_t bytes = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? std::clamp<int64_t>(l2 / 2, int64_t{256} << 10, int64_t{1} << 20)
+                  : int64_t{512} << 10;
+  }();
+  return bytes;
+}
+// The columns of a B block: BBlockBytes() of kKc rows, in whole panels of nr.
+int64_t NcFor(int64_t nr, size_t elem_size) {
+  const int64_t nc = BBlockBytes() / (kKc * static_cast<int64_t>(elem_size)) / nr * nr;
   return nc > nr ? nc : nr;
 }
 
@@ -279,7 +294,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,
                               const KernelContext& ctx, const ColumnSink* sink, bool stream) {
   constexpr int64_t L = 64 / sizeof(C), NR = NV * L, Mc = kMcPanels * MR;
-  constexpr int64_t Nc = NcFor(NR, sizeof(C));
+  const int64_t Nc = NcFor(NR, sizeof(C));
   // Every tile's 64-byte vectors aligned, and C written once: a single block of k.
   stream = stream && k <= kKc && sink == nullptr && reinterpret_cast<uintptr_t>(c) % 64 == 0 &&
            ldc * static_cast<int64_t>(sizeof(C)) % 64 == 0;
@@ -300,7 +315,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
       PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp, wide);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
         // Polled per block of A as well: one pass of a block of B over the rows can take a
-        // large share of the run (a 1x1 layer's 8192 rows, a few milliseconds).
+        // large share of the run (a 1x1 layer's 8192 rows, milliseconds).
         if (ctx.cancelled()) return;
         const int64_t mc = std::min(Mc, m1 - ic);
         if (a.transposed) PackTransposedA<C, MR>(a, ic, mc, m1, pc, kc, ap);
