@@ -769,10 +769,14 @@ bool IsPointwise(const ConvGeometry& g) {
 // too, dy[pixels, co] * w^T[co, taps * ci] and col2im: the direct kernel sums each input
 // value's products as dot products over the output channels (BackpropInputDot), and reached
 // 28% of the FMA peak on the stem, where the GEMM's tiles waste the quarter of their columns
-// past the 147 taps and col2im adds each pixel's filter rows as runs.
-bool UseGemm(const ConvGeometry& g, ConvOp op) {
+// past the 147 taps and col2im adds each pixel's filter rows as runs. Only where out_backprop
+// is read in place (`dy_in_place`: NHWC float32 or float64): the GEMM converts its A operand
+// whole, and a float16 stem input gradient at batch 32 then peaked at 323 MB resident, where
+// the direct kernel, converting a few images at a time, peaks at 202 MB.
+bool UseGemm(const ConvGeometry& g, ConvOp op, bool dy_in_place) {
   if (g.depthwise || g.groups != 1) return false;
-  if (op == ConvOp::kBackpropInput && g.in_depth < 8 && g.out_depth >= 32) return true;
+  if (op == ConvOp::kBackpropInput && dy_in_place && g.in_depth < 8 && g.out_depth >= 32)
+    return true;
   if (g.in_depth < 32 || g.out_depth < 32) return false;
   if (IsPointwise(g)) return true;
   return g.out_h * g.out_w <= 64 && g.in_depth >= 64 && g.out_depth >= 64;
@@ -1235,7 +1239,9 @@ void Conv2DKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelCon
 
 Status RunConv2DKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
                         const KernelContext& ctx) {
-  if (UseGemm(state.geometry, state.op))
+  const bool dy_in_place = state.attrs.format == DataFormat::kNHWC &&
+                           (b.dtype() == DType::kFloat32 || b.dtype() == DType::kFloat64);
+  if (UseGemm(state.geometry, state.op, dy_in_place))
     return RunOptimizedKernels<GemmKernels>(state, a, b, out, ctx);
   return RunOptimizedKernels<Conv2DKernels>(state, a, b, out, ctx);
 }
