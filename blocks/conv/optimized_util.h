@@ -273,7 +273,7 @@ BF_CONV_INLINE void AddTapPixels(const C* const (&src)[P], const C* const (&wk)[
                                  V (&acc)[P][NV], int64_t step) {
   constexpr int L = sizeof(V) / sizeof(C);
   static_assert(NV == 1 || NV % 2 == 0, "vectors come in pairs");
-  const int64_t S = NV == 1 ? step : 2 * L;
+  const int64_t S = NV == 1 ? step : int64_t{2} * L;
   for (int64_t q = 0; q < n; ++q) {
     V wv[NV];
     for (int k = 0; k < NV; ++k) wv[k] = LoadVec<V>(wk[k - k % 2] + k % 2 * L + q * S);
