@@ -594,20 +594,17 @@ int main(int argc, char** argv) {
       opt.min_time = std::atof(argv[++i]);
     } else if (a == "--filter" && has_value) {
       opt.filter = argv[++i];
-    } else if (a == "--clock" && has_value) {
+    } else if ((a == "--clock" || a == "--stat") && has_value) {
+      // Two-way choices: the first value named clears the option, the second sets it.
+      const bool clock = a == "--clock";
+      const char* off = clock ? "wall" : "median";
+      const char* on = clock ? "cpu" : "best";
       const std::string c = argv[++i];
-      if (c != "cpu" && c != "wall") {
-        std::fprintf(stderr, "error: --clock takes wall or cpu, not '%s'\n", c.c_str());
+      if (c != off && c != on) {
+        std::fprintf(stderr, "error: %s takes %s or %s, not '%s'\n", a.c_str(), off, on, c.c_str());
         return 1;
       }
-      opt.cpu_clock = c == "cpu";
-    } else if (a == "--stat" && has_value) {
-      const std::string c = argv[++i];
-      if (c != "median" && c != "best") {
-        std::fprintf(stderr, "error: --stat takes median or best, not '%s'\n", c.c_str());
-        return 1;
-      }
-      opt.best = c == "best";
+      (clock ? opt.cpu_clock : opt.best) = c == on;
     } else if (a == "--json" && has_value) {
       opt.json = argv[++i];
     } else {

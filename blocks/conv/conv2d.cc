@@ -957,7 +957,7 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
         const int64_t count = std::min(b1 - img, images);
         std::fill(dx + img * image, dx + (img + count) * image, C{0});
         const int64_t end = (img + count) * pixels;
-        for (int64_t r = img * pixels; r < end && !ctx.cancelled(); r += span) {
+        for (int64_t r = img * pixels; r < end; r += span) {  // GemmRows polls the flag
           sc.r0 = r;
           sc.r1 = std::min(end, r + span);
           GemmRows(a, b, sc.r0, sc.r1, n, co, ap + gemm_work, slab, ap, tile, ctx, &sink);

@@ -61,12 +61,11 @@ int64_t Untouched(const Tensor& t) {
   return n;
 }
 
-// The elements of `t` that still hold the NaN it was filled with or differ from `full`, the
-// uncancelled result: sums a cancelled run left partial count as well as outputs it never wrote.
+// The elements of `t` that differ from `full`, the uncancelled result: sums a cancelled run left
+// partial count as well as outputs it never wrote (the NaN it was filled with equals nothing).
 int64_t Unfinished(const Tensor& t, const Tensor& full) {
   int64_t n = 0;
-  for (int64_t i = 0; i < t.num_elements(); ++i)
-    n += std::isnan(t.GetAsDouble(i)) || t.GetAsDouble(i) != full.GetAsDouble(i) ? 1 : 0;
+  for (int64_t i = 0; i < t.num_elements(); ++i) n += t.GetAsDouble(i) != full.GetAsDouble(i);
   return n;
 }
 
