@@ -1,5 +1,9 @@
 #include "blocks/conv/conv2d.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -146,6 +150,199 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BF_CONV_STEM_TILE 1
+// The ResNet stem's forward (7 x 7 filter, 3 input channels, stride 2) on AVX-512 in float: a
+// tile of NP pixels (12 or 4) by 2 vectors of output channels, summed over the filter rows kh
+// whose xk[kh] is not null (the input of the tile's first pixel in that row; each next pixel's
+// 6 floats further) and each row's 21 steps (kw, ci), the filter pair's panel at w; pixel p's
+// two vectors stored at y + p * ys bytes, past the caches when `nt`.
+//
+// The compiled tiles stream too much filter or spill: 6 x 4 reads a 37.6 KB panel per tile,
+// which with the 7 input rows outgrows the 48 KB L1 (91% of the FMA peak); 12 x 2 reads 18.8 KB
+// but spills (24 sums and 12 pixel pointers). Written out, every address is a register and a
+// constant, each filter row's steps are unrolled, and the sums go from the registers to y
+// (through a buffer they lost 10%). The order of the sums is the compiled tiles'.
+// clang-format off
+#define BF_STEM_PIXEL(off, a, b)                                                                   \
+  "vbroadcastss (bf_q + " #off ") * 4(%[x]), %%zmm28\n\t"                                          \
+  "vfmadd231ps %%zmm24, %%zmm28, %%zmm" #a "\n\t"                                                  \
+  "vfmadd231ps %%zmm25, %%zmm28, %%zmm" #b "\n\t"
+#define BF_STEM_STORE(op, a, b)                                                                    \
+  op " %%zmm" #a ", (%[y])\n\t"                                                                    \
+  op " %%zmm" #b ", 64(%[y])\n\t"                                                                  \
+  "add %[ys], %[y]\n\t"
+#define BF_STEM_PIXELS_12                                                                          \
+  BF_STEM_PIXEL(0, 0, 1) BF_STEM_PIXEL(6, 2, 3) BF_STEM_PIXEL(12, 4, 5)                            \
+  BF_STEM_PIXEL(18, 6, 7) BF_STEM_PIXEL(24, 8, 9) BF_STEM_PIXEL(30, 10, 11)                        \
+  BF_STEM_PIXEL(36, 12, 13) BF_STEM_PIXEL(42, 14, 15) BF_STEM_PIXEL(48, 16, 17)                    \
+  BF_STEM_PIXEL(54, 18, 19) BF_STEM_PIXEL(60, 20, 21) BF_STEM_PIXEL(66, 22, 23)
+#define BF_STEM_PIXELS_4                                                                           \
+  BF_STEM_PIXEL(0, 0, 1) BF_STEM_PIXEL(6, 2, 3) BF_STEM_PIXEL(12, 4, 5)                            \
+  BF_STEM_PIXEL(18, 6, 7)
+#define BF_STEM_STORES_12(op)                                                                      \
+  BF_STEM_STORE(op, 0, 1) BF_STEM_STORE(op, 2, 3) BF_STEM_STORE(op, 4, 5)                          \
+  BF_STEM_STORE(op, 6, 7) BF_STEM_STORE(op, 8, 9) BF_STEM_STORE(op, 10, 11)                        \
+  BF_STEM_STORE(op, 12, 13) BF_STEM_STORE(op, 14, 15) BF_STEM_STORE(op, 16, 17)                    \
+  BF_STEM_STORE(op, 18, 19) BF_STEM_STORE(op, 20, 21) BF_STEM_STORE(op, 22, 23)
+#define BF_STEM_STORES_4(op)                                                                       \
+  BF_STEM_STORE(op, 0, 1) BF_STEM_STORE(op, 2, 3) BF_STEM_STORE(op, 4, 5)                          \
+  BF_STEM_STORE(op, 6, 7)
+#define BF_STEM_TILE_ASM(regs, pixels, nt_stores, stores)                                          \
+  asm volatile(                                                                                    \
+      ".irp r, " regs "\n\t"                                                                       \
+      "vpxord %%zmm\\r, %%zmm\\r, %%zmm\\r\n\t.endr\n\t"                                           \
+      "xor %k[kh], %k[kh]\n\t"                                                                     \
+      "1:\n\t"                                                                                     \
+      "mov (%[xk], %[kh], 8), %[x]\n\t"                                                            \
+      "test %[x], %[x]\n\t"                                                                        \
+      "jz 2f\n\t"                                                                                  \
+      ".set bf_q, 0\n\t"                                                                           \
+      ".rept 21\n\t"                                                                               \
+      "vmovups bf_q * 128(%[w]), %%zmm24\n\t"                                                      \
+      "vmovups bf_q * 128 + 64(%[w]), %%zmm25\n\t"                                                 \
+      pixels                                                                                       \
+      ".set bf_q, bf_q + 1\n\t"                                                                    \
+      ".endr\n\t"                                                                                  \
+      "2:\n\t"                                                                                     \
+      "add $21 * 128, %[w]\n\t"                                                                    \
+      "inc %[kh]\n\t"                                                                              \
+      "cmp $7, %[kh]\n\t"                                                                          \
+      "jne 1b\n\t"                                                                                 \
+      "test %[nt], %[nt]\n\t"                                                                      \
+      "jz 3f\n\t"                                                                                  \
+      nt_stores                                                                                    \
+      "jmp 4f\n\t"                                                                                 \
+      "3:\n\t"                                                                                     \
+      stores                                                                                       \
+      "4:\n\t"                                                                                     \
+      : [w] "+r"(w), [x] "+&r"(x), [kh] "+&r"(kh), [y] "+r"(y)                                     \
+      : [xk] "r"(xk), [ys] "r"(ys), [nt] "r"(nt64)                                                 \
+      : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9",            \
+        "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18",           \
+        "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm28", "cc", "memory")
+template <int NP>
+inline void StemTileAvx512(const float* const (&xk)[7], const float* w, float* y, int64_t ys,
+                           bool nt) {
+  static_assert(NP == 12 || NP == 4, "tiles of 12 or 4 pixels");
+  const float* x = nullptr;
+  int64_t kh = 0;
+  const int64_t nt64 = nt ? 1 : 0;
+  if constexpr (NP == 12) {
+    BF_STEM_TILE_ASM("0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, "
+                     "21, 22, 23",
+                     BF_STEM_PIXELS_12, BF_STEM_STORES_12("vmovntps"),
+                     BF_STEM_STORES_12("vmovups"));
+  } else {
+    BF_STEM_TILE_ASM("0, 1, 2, 3, 4, 5, 6, 7", BF_STEM_PIXELS_4, BF_STEM_STORES_4("vmovntps"),
+                     BF_STEM_STORES_4("vmovups"));
+  }
+}
+// clang-format on
+// stage[i] = src[i0 + i] where i0 + i lies in [0, n), else 0, for i < count (at most 96): the
+// inputs of a stem tile reaching into the padding, in masked loads (copies through the C
+// library took 2% of the stem's time).
+BF_TARGET_AVX512 inline void StageStemRow(const float* src, int64_t i0, int64_t n, int64_t count,
+                                          float* stage) {
+  // The lanes [lo, hi) of the vector at i0 + v lie inside the row.
+  const int64_t end = std::min(count, n - i0);
+  for (int64_t v = 0; v < count; v += 16) {
+    const int64_t lo = std::clamp<int64_t>(-i0 - v, 0, 16),
+                  hi = std::clamp<int64_t>(end - v, 0, 16);
+    const uint32_t mask = lo < hi ? ((1u << hi) - 1) & ~((1u << lo) - 1) : 0;
+    _mm512_storeu_ps(stage + v, _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), src + i0 + v));
+  }
+}
+#undef BF_STEM_TILE_ASM
+#undef BF_STEM_STORES_4
+#undef BF_STEM_STORES_12
+#undef BF_STEM_PIXELS_4
+#undef BF_STEM_PIXELS_12
+#undef BF_STEM_STORE
+#undef BF_STEM_PIXEL
+#endif
+
+// Whether compute type C and vector V have StemTileAvx512, and whether g is a stem it computes.
+template <typename C, typename V>
+#if defined(BF_CONV_STEM_TILE)
+constexpr bool kStemTiles = std::is_same_v<C, float> && sizeof(V) == 64 && !kIsSplitVec<V>;
+#else
+constexpr bool kStemTiles = false;
+#endif
+inline bool IsStem(const ConvGeometry& g) {
+  return g.groups == 1 && g.filter_h == 7 && g.filter_w == 7 && g.filter_in_depth == 3 &&
+         g.stride_w == 2 && g.dilation_h == 1 && g.dilation_w == 1;
+}
+
+// The stem's forward for the output channels [0, pairs * 2L) of one output row, in
+// StemTileAvx512's tiles of 12 pixels and then of 4 (the last one partial), the pairs of vectors
+// outside and the tiles inside, so that a pair's 18.8 KB panel stays in L1 across the row. A
+// tile whose inputs reach into the padding reads them from a staged copy, zeros there, made once
+// for every pair. Returns false, having done nothing, for a row with more such tiles than fit
+// the staging buffer (paddings wider than the stem's).
+template <typename C, typename V>
+BF_CONV_INLINE bool ForwardStemTiles(const ConvGeometry& g, const C* const* xrows,
+                                     const C* __restrict wp, int64_t pairs, C* __restrict yrow,
+                                     bool stream) {
+  constexpr int L = sizeof(V) / sizeof(C);
+  constexpr int kMaxTiles = 32, kMaxStaged = 4;
+  constexpr int64_t kSpan = int64_t{11 * 2 + 7} * 3;  // input values a tile of 12 reads from a row
+  struct Tile {
+    int64_t ow0;
+    int np;
+    const C* xk[7];
+  };
+  Tile tiles[kMaxTiles];
+  alignas(64) C stage[kMaxStaged][7][(kSpan + 15) / 16 * 16];
+  int n = 0, staged = 0;
+  const int64_t in_row = g.in_w * 3;
+  for (int64_t ow0 = 0; ow0 < g.out_w; ow0 += tiles[n++].np) {
+    if (n == kMaxTiles) return false;
+    Tile& t = tiles[n];
+    t.ow0 = ow0;
+    t.np = ow0 + 12 <= g.out_w ? 12 : 4;
+    const int64_t i0 = g.input_col(ow0, 0) * 3, span = ((t.np - 1) * 2 + 7) * 3;
+    const bool inside = i0 >= 0 && i0 + span <= in_row;
+    if (!inside && staged == kMaxStaged) return false;
+    for (int64_t kh = 0; kh < 7; ++kh) {
+      t.xk[kh] = nullptr;
+      if (xrows[kh] == nullptr) continue;
+      if (inside) {
+        t.xk[kh] = xrows[kh] + i0;
+        continue;
+      }
+      StageStemRow(xrows[kh], i0, in_row, span, stage[staged][kh]);
+      t.xk[kh] = stage[staged][kh];
+    }
+    if (!inside) ++staged;
+  }
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    const int64_t j0 = pair * 2 * L;
+    const C* panel = wp + PanelOffset(g, g.out_depth - g.out_depth % L, 0, j0, 3, L);
+    const int64_t ys = g.out_depth * static_cast<int64_t>(sizeof(C));
+    for (int i = 0; i < n; ++i) {
+      const Tile& t = tiles[i];
+      C* y = yrow + t.ow0 * g.out_depth + j0;
+      if (t.np == 12) {
+        StemTileAvx512<12>(t.xk, panel, y, ys, stream);
+        continue;
+      }
+      const int64_t cols = std::min<int64_t>(t.np, g.out_w - t.ow0);
+      if (cols == t.np) {
+        StemTileAvx512<4>(t.xk, panel, y, ys, stream);
+        continue;
+      }
+      // A partial tile: its sums through a buffer, the columns inside the row stored.
+      alignas(64) C sums[4 * 2 * L];
+      StemTileAvx512<4>(t.xk, panel, sums, int64_t{2} * L * static_cast<int64_t>(sizeof(C)), false);
+      for (int64_t p = 0; p < cols; ++p)
+        for (int k = 0; k < 2; ++k)
+          PutVec(y + p * g.out_depth + k * L, LoadVec<V>(sums + (p * 2 + k) * L), stream);
+    }
+  }
+  return true;
+}
+
 // Forward for the output channels [grp*cog + j0, grp*cog + cog) the vector tiles leave over, of
 // output row oh (its input rows at xrows, as for ForwardTiles).
 template <typename C>
@@ -185,8 +382,16 @@ BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* const* xrows, co
     // each row of taps costs the tile its pointer setup and loop entry. On AVX-512, tiles of 6
     // pixels by 4 vectors (24 sums) do 24 fused multiply-adds per step instead of 7 x 2's 14,
     // and read each input once per 64 output channels instead of 32. (Rows of 28 or 56 pixels
-    // would leave 7% of a 6-wide tile's columns empty; 112 leaves 2%.)
+    // would leave 7% of a 6-wide tile's columns empty; 112 leaves 2%.) The stem itself, in
+    // float, takes the written-out tiles of 12 x 2 (ForwardStemTiles).
     if constexpr (NV == 2 && !kIsSplitVec<V>) {
+      if constexpr (kStemTiles<C, V>) {
+        // The pairs' panels lie at PanelOffset of the vector width; an odd last vector (a
+        // panel of its own) and the channels after it take the tiles below.
+        if (IsStem(g) && cog >= 2 * L &&
+            ForwardStemTiles<C, V>(g, xrows, w, cog_vec / (2 * L), yrow, stream))
+          j = cog_vec / (2 * L) * 2 * L;
+      }
       if (g.filter_in_depth < 8 && g.groups == 1)
         for (; j + 4 * L <= cog; j += 4 * L)
           ForwardTiles<C, V, 6, 4>(g, xrows, w, yrow, zeros, grp, j, stream);

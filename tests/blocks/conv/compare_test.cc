@@ -165,6 +165,14 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // taps (per tap, no runs) on 13 columns.
       {"NHWC", "SAME", 9, 15, 3, 1, 80, 1, 2, 2, 1, 1, 7},
       {"NCHW", "EXPLICIT", 7, 13, 5, 1, 64, 1, 1, 1, 1, 2, 3},
+      // The stem (7 x 7, 3 channels, stride 2) on AVX-512 in float takes written-out tiles of
+      // 12 and 4 pixels by 2 vectors: rows of 31 columns (12, 12, 4 and a partial 4; the first
+      // and last tiles read staged padding) with one vector left over (80), NCHW with explicit
+      // padding, and a row of 397 columns, more tiles than the row's list holds (the compiled
+      // tiles then).
+      {"NHWC", "SAME", 9, 61, 3, 1, 80, 1, 2, 2, 1, 1, 7},
+      {"NCHW", "EXPLICIT", 8, 50, 3, 1, 64, 1, 2, 2, 1, 1, 7},
+      {"NHWC", "VALID", 7, 800, 3, 1, 64, 1, 2, 2, 1, 1, 7},
       // A stride-1 input gradient computed as the forward of the turned filter: dilated, with a
       // channel left over after two vectors (the forward's plain loop for it).
       {"NHWC", "SAME", 9, 11, 33, 1, 20, 1, 1, 1, 2, 2},
