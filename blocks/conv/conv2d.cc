@@ -269,9 +269,16 @@ constexpr bool kStemTiles = std::is_same_v<C, float> && sizeof(V) == 64 && !kIsS
 #else
 constexpr bool kStemTiles = false;
 #endif
+// The stem StemTileAvx512 is written for: its filter size, input channels and column stride.
+constexpr int64_t kStemFilter = 7, kStemChannels = 3, kStemStride = 2;
 inline bool IsStem(const ConvGeometry& g) {
-  return g.groups == 1 && g.filter_h == 7 && g.filter_w == 7 && g.filter_in_depth == 3 &&
-         g.stride_w == 2 && g.dilation_h == 1 && g.dilation_w == 1;
+  return g.groups == 1 && g.filter_h == kStemFilter && g.filter_w == kStemFilter &&
+         g.filter_in_depth == kStemChannels && g.stride_w == kStemStride && g.dilation_h == 1 &&
+         g.dilation_w == 1;
+}
+// The input values a stem tile of np pixels reads from one row.
+constexpr int64_t StemTileSpan(int64_t np) {
+  return ((np - 1) * kStemStride + kStemFilter) * kStemChannels;
 }
 
 // The stem's forward for the output channels [0, pairs * 2L) of one output row, in
@@ -286,25 +293,25 @@ BF_CONV_INLINE bool ForwardStemTiles(const ConvGeometry& g, const C* const* xrow
                                      bool stream) {
   constexpr int L = sizeof(V) / sizeof(C);
   constexpr int kMaxTiles = 32, kMaxStaged = 4;
-  constexpr int64_t kSpan = int64_t{11 * 2 + 7} * 3;  // input values a tile of 12 reads from a row
+  constexpr int64_t kSpan = StemTileSpan(12);
   struct Tile {
     int64_t ow0;
     int np;
-    const C* xk[7];
+    const C* xk[kStemFilter];
   };
   Tile tiles[kMaxTiles];
-  alignas(64) C stage[kMaxStaged][7][(kSpan + 15) / 16 * 16];
+  alignas(64) C stage[kMaxStaged][kStemFilter][(kSpan + 15) / 16 * 16];
   int n = 0, staged = 0;
-  const int64_t in_row = g.in_w * 3;
+  const int64_t in_row = g.in_w * kStemChannels;
   for (int64_t ow0 = 0; ow0 < g.out_w; ow0 += tiles[n++].np) {
     if (n == kMaxTiles) return false;
     Tile& t = tiles[n];
     t.ow0 = ow0;
     t.np = ow0 + 12 <= g.out_w ? 12 : 4;
-    const int64_t i0 = g.input_col(ow0, 0) * 3, span = ((t.np - 1) * 2 + 7) * 3;
+    const int64_t i0 = g.input_col(ow0, 0) * kStemChannels, span = StemTileSpan(t.np);
     const bool inside = i0 >= 0 && i0 + span <= in_row;
     if (!inside && staged == kMaxStaged) return false;
-    for (int64_t kh = 0; kh < 7; ++kh) {
+    for (int64_t kh = 0; kh < kStemFilter; ++kh) {
       t.xk[kh] = nullptr;
       if (xrows[kh] == nullptr) continue;
       if (inside) {
@@ -316,10 +323,10 @@ BF_CONV_INLINE bool ForwardStemTiles(const ConvGeometry& g, const C* const* xrow
     }
     if (!inside) ++staged;
   }
+  const int64_t ys = g.out_depth * static_cast<int64_t>(sizeof(C));
   for (int64_t pair = 0; pair < pairs; ++pair) {
     const int64_t j0 = pair * 2 * L;
-    const C* panel = wp + PanelOffset(g, g.out_depth - g.out_depth % L, 0, j0, 3, L);
-    const int64_t ys = g.out_depth * static_cast<int64_t>(sizeof(C));
+    const C* panel = wp + PanelOffset(g, g.out_depth - g.out_depth % L, 0, j0, kStemChannels, L);
     for (int i = 0; i < n; ++i) {
       const Tile& t = tiles[i];
       C* y = yrow + t.ow0 * g.out_depth + j0;

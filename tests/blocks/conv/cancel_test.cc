@@ -69,11 +69,12 @@ int64_t Unfinished(const Tensor& t, const Tensor& full) {
   return n;
 }
 
-constexpr int kNoCancel = -2;  // RunCancelled's after_ms for a run to the end
+// RunCancelled's after_ms for the flag set before the start, and for a run to the end.
+constexpr int kCancelBefore = -1, kNoCancel = -2;
 
 // Runs op `op` of `p` directly into a NaN-filled output with the cancel flag set `after_ms`
-// milliseconds after the start (-1: before it; kNoCancel: never); returns the status and the
-// output.
+// milliseconds after the start (kCancelBefore: before it; kNoCancel: never); returns the status
+// and the output.
 Status RunCancelled(KernelKind kind, int op, const Problem& p, int after_ms, Tensor* out) {
   std::mt19937_64 rng(7);
   Expected<Resolved> r = Resolve(p);
@@ -84,7 +85,7 @@ Status RunCancelled(KernelKind kind, int op, const Problem& p, int after_ms, Ten
   const ConvState s = StateOf(op, *r);
   *out = Tensor(DType::kFloat32, OperandShapes(s).out);
   std::memset(out->raw(), 0xff, out->num_bytes());
-  std::atomic<bool> cancel{after_ms == -1};
+  std::atomic<bool> cancel{after_ms == kCancelBefore};
   KernelContext k;
   k.num_threads = 2;
   k.cancel = &cancel;
@@ -110,7 +111,7 @@ TEST(Cancel, FlagSetBeforeTheRunSkipsAllWork) {
     for (KernelKind kind : {KernelKind::kReference, KernelKind::kOptimized}) {
       for (int op = 0; op < 3; ++op) {
         Tensor out;
-        const Status s = RunCancelled(kind, op, p, -1, &out);
+        const Status s = RunCancelled(kind, op, p, kCancelBefore, &out);
         EXPECT_EQ(s.code(), StatusCode::kCancelled) << p.ToString() << " op " << op;
         EXPECT_EQ(Untouched(out), out.num_elements()) << p.ToString() << " op " << op;
       }
@@ -121,7 +122,7 @@ TEST(Cancel, FlagSetBeforeTheRunSkipsAllWork) {
     p.n = 1;
     for (int op = 0; op < 3; ++op) {
       Tensor out;
-      const Status s = RunCancelled(KernelKind::kOptimized, op, p, -1, &out);
+      const Status s = RunCancelled(KernelKind::kOptimized, op, p, kCancelBefore, &out);
       EXPECT_EQ(s.code(), StatusCode::kCancelled) << p.ToString() << " op " << op;
       EXPECT_EQ(Untouched(out), out.num_elements()) << p.ToString() << " op " << op;
     }
