@@ -173,6 +173,10 @@ std::vector<Problem> GridProblems(bool depthwise) {
       {"NHWC", "SAME", 9, 61, 3, 1, 80, 1, 2, 2, 1, 1, 7},
       {"NCHW", "EXPLICIT", 8, 50, 3, 1, 64, 1, 2, 2, 1, 1, 7},
       {"NHWC", "VALID", 7, 800, 3, 1, 64, 1, 2, 2, 1, 1, 7},
+      // Two images per filter-gradient work item (9 output rows) at column stride 2, whose
+      // tiles read their inputs packed per stride phase: 21 columns (11 in phase 0, 10 in
+      // phase 1), three blocks of 8 channels.
+      {"NHWC", "SAME", 9, 21, 24, 1, 32, 1, 1, 2, 1, 1},
       // A stride-1 input gradient computed as the forward of the turned filter: dilated, with a
       // channel left over after two vectors (the forward's plain loop for it).
       {"NHWC", "SAME", 9, 11, 33, 1, 20, 1, 1, 1, 2, 2},
