@@ -1,6 +1,7 @@
 #include "blocks/conv/depthwise_conv2d.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -274,10 +275,35 @@ void DwForwardChannels(const ConvGeometry& g, const C* const* xr, const C* __res
   }
 }
 
+// The L1 data cache of a core, as the C library reads it from the CPU (32 KB when it cannot).
+inline int64_t L1DataBytes() {
+  static const int64_t bytes = [] {
+    const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return l1 > 0 ? int64_t{l1} : int64_t{32} << 10;
+  }();
+  return bytes;
+}
+
+// Whether the forward's tiles of `tile_w` pixels go along the whole row one channel block at a
+// time, rather than through every channel block at one position of the row: where the input
+// pixels of one position over every channel and the whole filter outgrow the L1 cache, so that
+// at each position both come again from L2. A 5x5 filter on 240 channels (38 KB of inputs and
+// 24 KB of filter per position) took 1.28 ms, 1.00 a block at a time, one pinned core, best of
+// 5 alternated rounds. Not where pixels crowd a few L1 sets (CrowdsL1Sets): along a row, one
+// block's pixels then collide (mnv1_dw8_14x512: 0.33 -> 0.39 ms).
+template <typename C>
+bool DwBlocksAlongRow(const ConvGeometry& g, int64_t tile_w) {
+  const int64_t cols = (tile_w - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1;
+  const int64_t values = g.filter_h * (cols * g.in_depth + g.filter_w * g.out_depth);
+  return values * static_cast<int64_t>(sizeof(C)) > L1DataBytes() && !CrowdsL1Sets<C>(g.in_depth) &&
+         !CrowdsL1Sets<C>(g.out_depth);
+}
+
 // Forward of one output row (yrow) from the input rows xr[kh]: pixel tiles outside and channel
-// blocks inside (the tile's input pixels stay in L1 across blocks), or 3x3 sweeps; channels
-// after the last full vector in plain loops. kStream: the vector stores bypass the caches
-// (StreamVec) where the row allows them.
+// blocks inside (the tile's input pixels stay in L1 across blocks), each block along the whole
+// row in turn where DwBlocksAlongRow says so, or 3x3 sweeps; channels after the last full
+// vector in plain loops. kStream: the vector stores bypass the caches (StreamVec) where the row
+// allows them.
 template <typename C, typename V, int P, int NV, bool kStream>
 BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
                                      const C* __restrict w, C* __restrict yrow, const C* zeros) {
@@ -315,27 +341,35 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
       }
     }
   }
-  for (int64_t ow0 = 0; ow0 < g.out_w && c_begin < c_vec; ow0 += pt) {
-    const int64_t a = std::max<int64_t>(0, g.input_col(ow0 + kAhead * pt, 0)) * px_bytes;
-    const int64_t b = std::min(g.in_w, g.input_col(ow0 + (kAhead + 1) * pt, 0)) * px_bytes;
-    for (int64_t kh = kh_fresh; kh < g.filter_h; ++kh) {
-      const char* row = reinterpret_cast<const char*>(xr[kh]);
-      if (row == nullptr) continue;
-      for (int64_t off = a; off < b; off += 64) __builtin_prefetch(row + off);
-    }
-    int64_t c0 = c_begin;
-    if constexpr (NV >= 2) {
-      if (wide) {
-        for (; c0 + NV * L <= ch; c0 += NV * L)
-          DwForwardTile<C, V, kWideP, NV>(g, xr, w, yrow, zeros, ow0, c0, stream);
-        for (; c0 + L <= ch; c0 += L)
-          DwForwardTile<C, V, kWideP, 1>(g, xr, w, yrow, zeros, ow0, c0, stream);
-        continue;
+  // The channels [c_begin, c_vec) in one range, or a block of NV vectors at a time.
+  const int64_t span = DwBlocksAlongRow<C>(g, pt) ? NV * L : c_vec - c_begin;
+  for (int64_t c_lo = c_begin; c_lo < c_vec; c_lo += span) {
+    const int64_t c_hi = std::min(c_vec, c_lo + span);
+    for (int64_t ow0 = 0; ow0 < g.out_w; ow0 += pt) {
+      if (c_lo == c_begin) {
+        const int64_t a = std::max<int64_t>(0, g.input_col(ow0 + kAhead * pt, 0)) * px_bytes;
+        const int64_t b = std::min(g.in_w, g.input_col(ow0 + (kAhead + 1) * pt, 0)) * px_bytes;
+        for (int64_t kh = kh_fresh; kh < g.filter_h; ++kh) {
+          const char* row = reinterpret_cast<const char*>(xr[kh]);
+          if (row == nullptr) continue;
+          for (int64_t off = a; off < b; off += 64) __builtin_prefetch(row + off);
+        }
       }
+      int64_t c0 = c_lo;
+      if constexpr (NV >= 2) {
+        if (wide) {
+          for (; c0 + NV * L <= c_hi; c0 += NV * L)
+            DwForwardTile<C, V, kWideP, NV>(g, xr, w, yrow, zeros, ow0, c0, stream);
+          for (; c0 + L <= c_hi; c0 += L)
+            DwForwardTile<C, V, kWideP, 1>(g, xr, w, yrow, zeros, ow0, c0, stream);
+          continue;
+        }
+      }
+      for (; c0 + NV * L <= c_hi; c0 += NV * L)
+        DwForwardTile<C, V, P, NV>(g, xr, w, yrow, zeros, ow0, c0, stream);
+      for (; c0 + L <= c_hi; c0 += L)
+        DwForwardTile<C, V, P, 1>(g, xr, w, yrow, zeros, ow0, c0, stream);
     }
-    for (; c0 + NV * L <= ch; c0 += NV * L)
-      DwForwardTile<C, V, P, NV>(g, xr, w, yrow, zeros, ow0, c0, stream);
-    for (; c0 + L <= ch; c0 += L) DwForwardTile<C, V, P, 1>(g, xr, w, yrow, zeros, ow0, c0, stream);
   }
   if (stream) StreamFence();
   DwForwardChannels(g, xr, w, yrow, c_vec);

@@ -137,6 +137,10 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // and a partial pixel tile.
       {"NHWC", "SAME", 6, 11, 32, 1, 16, 1, 1, 1, 1, 1, 5},
       {"NHWC", "EXPLICIT", 6, 11, 32, 1, 16, 1, 1, 1, 1, 1, 5},
+      // 5 x 5 on 248 channels, whose depthwise forward takes each block of channels along the
+      // whole row (one tile position's inputs and the filter outgrow L1): 15 vectors (the last
+      // a block of one) and 8 channels in plain loops.
+      {"NHWC", "SAME", 5, 9, 248, 1, 16, 1, 1, 1, 1, 1, 5},
       // Rows of 1 and 2 pixels on two vectors of channels: every column of a 3 x 3 tile is an
       // edge column.
       {"NHWC", "SAME", 3, 1, 32, 1, 16, 1, 1, 1, 1, 1},
