@@ -288,9 +288,10 @@ inline int64_t L1DataBytes() {
 // time, rather than through every channel block at one position of the row: where the input
 // pixels of one position over every channel and the whole filter outgrow the L1 cache, so that
 // at each position both come again from L2. A 5x5 filter on 240 channels (38 KB of inputs and
-// 24 KB of filter per position) took 1.28 ms, 1.00 a block at a time, one pinned core, best of
-// 5 alternated rounds. Not where pixels crowd a few L1 sets (CrowdsL1Sets): along a row, one
-// block's pixels then collide (mnv1_dw8_14x512: 0.33 -> 0.39 ms).
+// 24 KB of filter per position) took 1.25 ms, 1.03 a block at a time, one pinned core, best of
+// 8 alternated rounds; the other layers this picks (mnv2_dw_14x384, _14x576, _7x960) within 3%.
+// Not where pixels crowd a few L1 sets (CrowdsL1Sets): along a row, one block's pixels then
+// collide (mnv1_dw8_14x512 a block at a time: 0.33 -> 0.39 ms).
 template <typename C>
 bool DwBlocksAlongRow(const ConvGeometry& g, int64_t tile_w) {
   const int64_t cols = (tile_w - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1;
