@@ -760,9 +760,9 @@ inline int64_t PackedRowValues(const ConvGeometry& g, int64_t images) {
 inline bool PacksTileInputs(const ConvGeometry& g, int64_t P) {
   return g.stride_w > 1 && g.filter_in_depth >= P;
 }
-// The room PackTileInputs needs for work items of `images` images (none at stride 1).
+// The room PackTileInputs needs for work items of `images` images (none where it never packs).
 inline int64_t PackedInputValues(const ConvGeometry& g, int64_t images) {
-  return g.stride_w > 1 ? g.filter_h * PackedRowValues(g, images) : 0;
+  return PacksTileInputs(g, 1) ? g.filter_h * PackedRowValues(g, images) : 0;
 }
 
 // The input rows that output row oh of the images [n0, n1) reads, packed for the filter
@@ -784,11 +784,11 @@ BF_CONV_INLINE void PackTileInputs(const ConvGeometry& g, const C* __restrict x,
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
     const int64_t ih = g.input_row(oh, kh);
     if (ih < 0 || ih >= g.in_h) continue;
+    C* xk = xp + kh * PackedRowValues(g, images);
     for (int64_t n = 0; n < images; ++n) {
       const C* xrow = x + ((n0 + n) * g.in_h + ih) * g.in_w * ci_all;
       for (int64_t iw = 0; iw < g.in_w; ++iw) {
-        C* dst =
-            xp + kh * PackedRowValues(g, images) + ((iw % sw) * images + n) * tw * P + iw / sw * P;
+        C* dst = xk + ((iw % sw) * images + n) * tw * P + iw / sw * P;
         for (int64_t grp = 0; grp < g.groups; ++grp)
           for (int64_t b = 0; b < blocks; ++b) {
             const C* src = xrow + iw * ci_all + grp * cig + b * P;

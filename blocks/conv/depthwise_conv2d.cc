@@ -1,7 +1,6 @@
 #include "blocks/conv/depthwise_conv2d.h"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -275,15 +274,6 @@ void DwForwardChannels(const ConvGeometry& g, const C* const* xr, const C* __res
   }
 }
 
-// The L1 data cache of a core, as the C library reads it from the CPU (32 KB when it cannot).
-inline int64_t L1DataBytes() {
-  static const int64_t bytes = [] {
-    const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-    return l1 > 0 ? int64_t{l1} : int64_t{32} << 10;
-  }();
-  return bytes;
-}
-
 // Whether the forward's tiles of `tile_w` pixels go along the whole row one channel block at a
 // time, rather than through every channel block at one position of the row: where the input
 // pixels of one position over every channel and the whole filter outgrow the L1 cache, so that
@@ -296,7 +286,8 @@ template <typename C>
 bool DwBlocksAlongRow(const ConvGeometry& g, int64_t tile_w) {
   const int64_t cols = (tile_w - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1;
   const int64_t values = g.filter_h * (cols * g.in_depth + g.filter_w * g.out_depth);
-  return values * static_cast<int64_t>(sizeof(C)) > L1DataBytes() && !CrowdsL1Sets<C>(g.in_depth) &&
+  const int64_t known = CacheBytes(1), l1 = known > 0 ? known : int64_t{32} << 10;
+  return values * static_cast<int64_t>(sizeof(C)) > l1 && !CrowdsL1Sets<C>(g.in_depth) &&
          !CrowdsL1Sets<C>(g.out_depth);
 }
 

@@ -4,6 +4,8 @@
 #include <immintrin.h>
 #endif
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -82,6 +84,12 @@ void Transpose8x8Avx2(const float* src, int64_t src_stride, float* dst, int64_t 
     for (int j = 0; j < 8; ++j) dst[j * dst_stride + i] = src[i * src_stride + j];
 }
 #endif
+
+int64_t CacheBytes(int level) {
+  static const int64_t l1 = std::max<long>(0, sysconf(_SC_LEVEL1_DCACHE_SIZE));
+  static const int64_t l2 = std::max<long>(0, sysconf(_SC_LEVEL2_CACHE_SIZE));
+  return level == 1 ? l1 : level == 2 ? l2 : 0;
+}
 
 const char* IsaName(Isa isa) {
   switch (isa) {
