@@ -95,6 +95,18 @@ void PackForwardFilterFrom(const ConvGeometry& g, const Src& src, WorkBuffer<C>*
 // y[ow, co] = sum over valid (kh, kw) and ci of x[iw(ow, kw), grp*cig + ci] * w[kh, kw, ci, co],
 // the input row of filter row kh at xrows[kh] (nullptr outside the input), the filter read from
 // its packed panels `wp`; `stream`: stored with StreamVec.
+//
+// With their operands in L1 the tiles' loops run at the FMA peak: giving every run twice its
+// steps took resnet_56x64 from 11.4 to 21.7 ms (10.3 ms for the loops' 1.85 GFLOP), so about a
+// tenth of that layer's time lies outside them (28x128: 0.7 of 10.9 ms). As timing
+// experiments (wrong results), storing every tile to one spot in L1 instead of streaming y took
+// 2-3% off either layer, and reading one tile's inputs and one filter row's panel for every
+// tile (both then in L1) 3% off resnet_56x64, nothing off 28x128. What did not help, one pinned
+// core, best of 6-10 alternated rounds: the 7 x 2 float run written out in asm with four steps
+// per index update (GCC's loop spends five integer instructions a step beside 14 fused
+// multiply-adds; 56x64 11.2 -> 11.1 ms, 28x128 10.8 -> 10.6, the input gradients within 1%),
+// tiles of 4 x 4 vectors (the same at stride 1, 16% slower at stride 2) and of 6 x 4 (4-26%
+// slower), and prefetching the fresh input row 2 or 4 tiles ahead.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
                                  const C* __restrict wp, C* __restrict yrow, const C* zeros,
@@ -162,7 +174,10 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
 // which with the 7 input rows outgrows the 48 KB L1 (91% of the FMA peak); 12 x 2 reads 18.8 KB
 // but spills (24 sums and 12 pixel pointers). Written out, every address is a register and a
 // constant, each filter row's steps are unrolled, and the sums go from the registers to y
-// (through a buffer they lost 10%). The order of the sums is the compiled tiles'.
+// (through a buffer they lost 10%). The order of the sums is the compiled tiles'. Tiles of 14
+// pixels (28 sums; 112-pixel rows then need no 4-pixel tile) and broadcasts folded into the
+// multiply-adds ({1to16}) measured the same: 2.86 / 2.86 and 2.89 / 2.85 ms (one pinned core,
+// best of 8 alternated rounds).
 // clang-format off
 #define BF_STEM_PIXEL(off, a, b)                                                                   \
   "vbroadcastss (bf_q + " #off ") * 4(%[x]), %%zmm28\n\t"                                          \
