@@ -312,8 +312,15 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
   const int64_t kh_fresh = g.stride_h == 1 ? g.filter_h - 1 : g.filter_h;
   // The pixel tiles: 7 wide with AVX-512 on rows that P-wide tiles leave columns of (7 and 14
   // pixels: 0.152 -> 0.137-0.145 ms on mnv1_dw13_7x1024, 0.21 -> 0.15-0.17 on mnv2_dw_14x384),
-  // P otherwise (7-wide tiles measured 5-30% slower on the 28- to 112-pixel layers).
-  const bool wide = g.out_w % P != 0 && WideTiles<P, NV>(g.out_w);
+  // P otherwise (7-wide tiles measured 5-30% slower on the 28- to 112-pixel layers). In float,
+  // a 5-tap filter row at stride 1 takes 7-wide tiles wherever they cost no more columns: 14
+  // sums instead of 8 for its 25 taps, 11 columns loaded per 7 pixels. dw_5x5_28x240, one
+  // pinned core, best of 6-8 alternated rounds: NCHW 2.64 -> 2.49 ms, float16 1.15 -> 1.09,
+  // bfloat16 1.18 -> 1.12, their stride-1 input gradients 4-8% faster, float32 NHWC (its result
+  // streamed to memory) 1.07 / 1.04; float64 NCHW was 26% slower (4.09 -> 5.17), so not there.
+  const bool five_taps =
+      std::is_same_v<C, float> && g.filter_w == 5 && g.stride_w == 1 && g.dilation_w == 1;
+  const bool wide = (g.out_w % P != 0 || five_taps) && WideTiles<P, NV>(g.out_w);
   const int64_t pt = wide ? kWideP : P;
   // 3x3 at stride_w 1 with all three rows present: the blocks of NV vectors as sweeps (AVX-512:
   // 18 weights, 6 sums and 6 inputs in 32 registers), the interior columns [olo, ohi).

@@ -141,6 +141,9 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // whole row (one tile position's inputs and the filter outgrow L1): 15 vectors (the last
       // a block of one) and 8 channels in plain loops.
       {"NHWC", "SAME", 5, 9, 248, 1, 16, 1, 1, 1, 1, 1, 5},
+      // 5 x 5 on rows of 27 pixels, which the float depthwise tiles take 7 pixels wide (the last
+      // tile partial, the first and last reading the padding), on two vectors and 8 channels.
+      {"NHWC", "SAME", 4, 27, 40, 1, 16, 1, 1, 1, 1, 1, 5},
       // Rows of 1 and 2 pixels on two vectors of channels: every column of a 3 x 3 tile is an
       // edge column.
       {"NHWC", "SAME", 3, 1, 32, 1, 16, 1, 1, 1, 1, 1},
