@@ -61,6 +61,11 @@ BF_CONV_INLINE void DwTapsInRow(const ConvGeometry& g, const C* __restrict xrow,
   }
 }
 
+// Whether g's filter rows take DwTapsInRow's form of fw taps at stride s (dilation 1).
+inline bool TapRowForm(const ConvGeometry& g, int64_t fw, int64_t s) {
+  return g.filter_w == fw && g.stride_w == s && g.dilation_w == 1;
+}
+
 // DwTapsInRow for the tile at ow0: true when it was done. Edge tiles take the checked form on
 // AVX-512 only (NV 2): with 16 vector registers (AVX2, the baseline) its branches spill the sums,
 // and those tiles are left to the caller's general loop.
@@ -117,21 +122,14 @@ BF_CONV_INLINE void DwForwardTile(const ConvGeometry& g, const C* const* xr, con
   // The 5-tap and stride-2 forms of DwTapsInRow need more vector registers than the 16 of AVX2
   // and the baseline (NV 1) hold.
   constexpr bool kWideTile = NV >= 2;
-  const bool unit_dilation = g.dilation_w == 1;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
     if (xr[kh] == nullptr) continue;
     const C* __restrict xrow = xr[kh] + c0;
     const C* wrow = w + kh * g.filter_w * ch + c0;
-    if (unit_dilation && g.filter_w == 3 && g.stride_w == 1 &&
-        DwTaps<C, V, P, NV, 3, 1>(g, xrow, wrow, ow0, acc))
-      continue;
+    if (TapRowForm(g, 3, 1) && DwTaps<C, V, P, NV, 3, 1>(g, xrow, wrow, ow0, acc)) continue;
     if constexpr (kWideTile) {
-      if (unit_dilation && g.filter_w == 5 && g.stride_w == 1 &&
-          DwTaps<C, V, P, NV, 5, 1>(g, xrow, wrow, ow0, acc))
-        continue;
-      if (unit_dilation && g.filter_w == 3 && g.stride_w == 2 &&
-          DwTaps<C, V, P, NV, 3, 2>(g, xrow, wrow, ow0, acc))
-        continue;
+      if (TapRowForm(g, 5, 1) && DwTaps<C, V, P, NV, 5, 1>(g, xrow, wrow, ow0, acc)) continue;
+      if (TapRowForm(g, 3, 2) && DwTaps<C, V, P, NV, 3, 2>(g, xrow, wrow, ow0, acc)) continue;
     }
     for (int64_t kw = 0; kw < g.filter_w; ++kw) {
       const int64_t off = g.pad_left - kw * g.dilation_w;
@@ -318,8 +316,7 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
   // pinned core, best of 6-8 alternated rounds: NCHW 2.64 -> 2.49 ms, float16 1.15 -> 1.09,
   // bfloat16 1.18 -> 1.12, their stride-1 input gradients 4-8% faster, float32 NHWC (its result
   // streamed to memory) 1.07 / 1.04; float64 NCHW was 26% slower (4.09 -> 5.17), so not there.
-  const bool five_taps =
-      std::is_same_v<C, float> && g.filter_w == 5 && g.stride_w == 1 && g.dilation_w == 1;
+  const bool five_taps = std::is_same_v<C, float> && TapRowForm(g, 5, 1);
   const bool wide = (g.out_w % P != 0 || five_taps) && WideTiles<P, NV>(g.out_w);
   const int64_t pt = wide ? kWideP : P;
   // 3x3 at stride_w 1 with all three rows present: the blocks of NV vectors as sweeps (AVX-512:
@@ -331,8 +328,8 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
     // Not where input or output pixels are a multiple of 2 KiB apart (512 or 1024 float
     // channels): one block's pixels along a row then crowd a few L1 sets, and the sweep measured
     // 1.2-1.4x slower than the tiles there.
-    if (g.filter_h == 3 && g.filter_w == 3 && g.stride_w == 1 && g.dilation_w == 1 && xr[0] &&
-        xr[1] && xr[2] && ohi - olo >= 3 && !CrowdsL1Sets<C>(g.in_depth) && !CrowdsL1Sets<C>(ch)) {
+    if (g.filter_h == 3 && TapRowForm(g, 3, 1) && xr[0] && xr[1] && xr[2] && ohi - olo >= 3 &&
+        !CrowdsL1Sets<C>(g.in_depth) && !CrowdsL1Sets<C>(ch)) {
       const C* xb[3];
       for (; c_begin + NV * L <= ch; c_begin += NV * L) {
         for (int r = 0; r < 3; ++r) xb[r] = xr[r] + c_begin;
