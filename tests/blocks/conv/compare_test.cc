@@ -362,20 +362,21 @@ TEST(ShapeSuite, OptimizedMatchesReferenceThroughTheBlock) {
   EXPECT_GE(checked, 2 * 3 * static_cast<int>(suite->size()));
 }
 
-// Problem p's op (0 forward, 1 input gradient) in `dtype` on random operands, which writes
-// `written(geometry)` values of 4 bytes or more, asserted above `min_bytes` (the streamed
-// stores' bound): the optimized kernels' result equals the reference's at every ISA and 1 and 2
-// threads.
-void CheckStreamedAgainstReference(const Problem& p, int op, DType dtype, int64_t min_bytes,
-                                   const std::function<int64_t(const ConvGeometry&)>& written,
-                                   std::mt19937_64& rng) {
+// Problem p's op (0 forward, 1 input gradient, 2 filter gradient) in `dtype` on random
+// operands (on a grid of 1/grid when grid > 0, see RandomTensor), `values(geometry)` of whose
+// values (4 bytes or more each: those it writes, or reads) are asserted above `min_bytes` (the
+// bound of the kernels' path for large operands): the optimized kernels' result equals the
+// reference's at every ISA and 1 and 2 threads.
+void CheckLargeAgainstReference(const Problem& p, int op, DType dtype, int64_t min_bytes,
+                                const std::function<int64_t(const ConvGeometry&)>& values,
+                                std::mt19937_64& rng, int grid = 0) {
   Expected<Resolved> resolved = Resolve(p);
   ASSERT_TRUE(resolved.ok()) << p.ToString();
   const Resolved& r = *resolved;
-  ASSERT_GT(written(r.geometry) * 4, min_bytes) << p.ToString();
-  const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
-  const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
-  const Tensor dy = RandomTensor(dtype, OutputShape(r.attrs, r.geometry), rng);
+  ASSERT_GT(values(r.geometry) * 4, min_bytes) << p.ToString();
+  const Tensor x = RandomTensor(dtype, p.InputShape(), rng, grid);
+  const Tensor w = RandomTensor(dtype, p.FilterShape(), rng, grid);
+  const Tensor dy = RandomTensor(dtype, OutputShape(r.attrs, r.geometry), rng, grid);
   Expected<Tensor> ref = RunOp(KernelKind::kReference, op, r, x, w, dy, 1);
   ASSERT_TRUE(ref.ok());
   for (int threads : {1, 2}) {
@@ -414,13 +415,43 @@ TEST(StreamedStores, LargeDepthwiseOutputs) {
     p.mult = k.mult;
     p.fh = p.fw = 3;
     p.sh = p.sw = k.stride;
-    CheckStreamedAgainstReference(
+    CheckLargeAgainstReference(
         p, k.op, DType::kFloat32, int64_t{5} << 20,
         [&](const ConvGeometry& g) {
           return k.op == 0 ? g.out_h * g.out_w * k.channels : k.h * k.w * k.channels;
         },
         rng);
     if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// A depthwise 3x3 filter gradient at stride 1 (AVX-512: the sweep) whose images' x and dy
+// outgrow half of a core's L2 cache (taken as at least 1 MiB), so that it sweeps each image in
+// bands of rows (float32: of 2-4 rows on 1-2 MiB of L2, float64 of 1-2), the last band shorter
+// than the others (131 rows): two vectors and a half of channels (80 float32), or 5 blocks of
+// two vectors (float64), with a multiplier of 2 (its input expanded into rows). The
+// same values as the reference at every ISA and 1 and 2 threads: operands in eighths, whose
+// 13100 products a tap sum exactly in any order (20 bits), so that only a wrong sum differs.
+TEST(LargeOperands, DepthwiseFilterGradientInBands) {
+  std::mt19937_64 rng(23);
+  const int64_t l2 = std::max<int64_t>(internal::CacheBytes(2), int64_t{1} << 20);
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (int64_t mult : {1, 2}) {
+      Problem p;
+      p.depthwise = true;
+      p.padding = "SAME";
+      p.n = 1;
+      p.h = 131;
+      p.w = 100;
+      p.c = 80 / mult;
+      p.mult = mult;
+      p.fh = p.fw = 3;
+      CheckLargeAgainstReference(
+          p, 2, dtype, l2 / 2,
+          [&](const ConvGeometry& g) { return (g.in_h * g.in_w + g.out_h * g.out_w) * 80; }, rng,
+          8);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
   }
 }
 
@@ -454,7 +485,7 @@ TEST(StreamedStores, LargeDenseResults) {
       p.cog = k.co;
       p.fh = p.fw = k.fsize;
       p.sh = p.sw = k.stride;
-      CheckStreamedAgainstReference(
+      CheckLargeAgainstReference(
           p, k.op, dtype, int64_t{2} << 20,
           [&](const ConvGeometry& g) {
             return k.op == 0 ? g.out_h * g.out_w * k.co : k.h * k.w * k.c;
