@@ -916,15 +916,16 @@ BF_CONV_INLINE void DwCopyBlock(const ConvGeometry& g, const C* x, int64_t ih0, 
 
 // One sweep item: the channel block [c0, c0 + width), width NV*L, L or less than L. With a
 // `block` buffer, a block NV*L wide has its input rows copied into it first and the sweep reads
-// them there.
+// them there; otherwise, with `ahead`, it prefetches the next block as it runs (SweepAhead).
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0,
-                             int64_t oh1, int64_t c0, int64_t width, C* dw, C* block) {
+                             int64_t oh1, int64_t c0, int64_t width, C* dw, C* block, bool ahead) {
   if constexpr (kIsSplitVec<V>) {
     // The sweep runs with AVX-512 only (UseSweep): the other ISAs' variants, never called, are
     // the scalar loop, correct and quick to compile (the sweep's unrolled rows, compiled for
     // every ISA, made this file's sanitizer build five times slower).
     (void)block;
+    (void)ahead;
     DwSweepTail(g, x, dy, oh0, oh1, c0, width, dw);
     return;
   }
@@ -937,11 +938,6 @@ BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int
     b.in_depth = NV * L;
     return DwSweepBlock<C, V, NV, true>(b, block, dy, oh0, oh1, c0, 0, dw);
   }
-  // Items whose block of x and dy fits in a quarter of L2 (1 MB on the machines measured)
-  // prefetch the next block as they run: a channel block of a 14x14x512 layer has two
-  // 64-byte lines per 4 KiB page, too few for the hardware prefetchers to follow
-  // (mnv1_dw8_14x512 0.33 -> 0.25 ms). Larger blocks would evict their own lines with it.
-  const bool ahead = g.in_h * g.in_w * NV * 2 * 64 <= (256 << 10);
   if (width == NV * L) {
     return ahead ? DwSweepBlock<C, V, NV, true>(g, x, dy, oh0, oh1, c0, c0, dw)
                  : DwSweepBlock<C, V, NV, false>(g, x, dy, oh0, oh1, c0, c0, dw);
@@ -954,13 +950,13 @@ BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int
 
 template <typename C>
 using DwSweepFn = void (*)(const ConvGeometry&, const C*, const C*, int64_t, int64_t, int64_t,
-                           int64_t, C*, C*);
+                           int64_t, C*, C*, bool);
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
 #define BF_DW_SWEEP_FNS(C)                                                                   \
   BF_CONV_ISA_FNS(DwSweep, DwSweepT, C, DwSweepFn<C>,                                        \
                   (const ConvGeometry& g, const C* x, const C* dy, int64_t oh0, int64_t oh1, \
-                   int64_t c0, int64_t width, C* dw, C* block),                              \
-                  (g, x, dy, oh0, oh1, c0, width, dw, block))
+                   int64_t c0, int64_t width, C* dw, C* block, bool ahead),                  \
+                  (g, x, dy, oh0, oh1, c0, width, dw, block, ahead))
 BF_DW_SWEEP_FNS(float)
 BF_DW_SWEEP_FNS(double)
 #undef BF_DW_SWEEP_FNS
@@ -1170,6 +1166,20 @@ bool UseSweep(const ConvGeometry& g) {
          g.stride_w == 1 && ActiveIsa() == Isa::kAvx512;
 }
 
+// The filter gradient sweep's cache sizes: a core's L2 (1 MiB when unknown), and the bytes of
+// one output row's x and dy (in_w + out_w pixels of out_depth channels of elem_size bytes).
+inline int64_t SweepL2Bytes() {
+  const int64_t known = CacheBytes(2);
+  return known > 0 ? known : int64_t{1} << 20;
+}
+inline int64_t SweepRowBytes(const ConvGeometry& g, size_t elem_size) {
+  return (g.in_w + g.out_w) * g.out_depth * static_cast<int64_t>(elem_size);
+}
+// Whether an image's x and dy outgrow half of L2.
+inline bool OutgrowsHalfL2(const ConvGeometry& g, size_t elem_size) {
+  return g.out_h * SweepRowBytes(g, elem_size) > SweepL2Bytes() / 2;
+}
+
 // The output rows of the filter gradient sweep's bands (DwBackpropFilterSweep), for `threads`
 // threads sharing `blocks` channel blocks of each of g's images. A band's channel blocks run one
 // after the other, each reading 2L channels (two 64-byte lines) of every pixel: where there are
@@ -1181,17 +1191,32 @@ bool UseSweep(const ConvGeometry& g) {
 // each other, and bands of a 14x14x512 image (0.8 MB) gained nothing. With fewer than 8 items a
 // thread, bands are cut finer so that the threads share them evenly.
 int64_t SweepBandRows(const ConvGeometry& g, int64_t blocks, int threads, size_t elem_size) {
-  const int64_t row_bytes = (g.in_w + g.out_w) * g.out_depth * static_cast<int64_t>(elem_size);
-  const int64_t known = CacheBytes(2), l2 = known > 0 ? known : int64_t{1} << 20;
   int64_t rows = g.out_h;
-  if (blocks > 1 && g.out_h * row_bytes > l2 / 2)
-    rows = std::clamp<int64_t>(l2 / 8 / row_bytes, 1, g.out_h);
+  if (blocks > 1 && OutgrowsHalfL2(g, elem_size))
+    rows = std::clamp<int64_t>(SweepL2Bytes() / 8 / SweepRowBytes(g, elem_size), 1, g.out_h);
   const int64_t items = g.batch * blocks;
   if (threads > 1 && items < int64_t{8} * threads) {
     const int64_t bands = std::min((int64_t{8} * threads + items - 1) / items, g.out_h);
     rows = std::min(rows, (g.out_h + bands - 1) / bands);
   }
   return rows;
+}
+
+// Whether the sweep's items of 2L channels, reading x of elem_size bytes where it is (not from
+// a per-thread copy) when `in_place`, prefetch the next block as they run. Items whose block of
+// x and dy fits in a quarter of L2 (1 MB on the machines measured) do: a channel block of a
+// 14x14x512 layer has two 64-byte lines per 4 KiB page, too few for the hardware prefetchers to
+// follow (mnv1_dw8_14x512 0.33 -> 0.25 ms). Larger blocks would evict their own lines with it.
+// Images read in place and swept in bands (SweepBandRows) do not either: the band's next block
+// came from memory into L2 with this one, and fetching it again into L1 cost 4-11% (one pinned
+// core, best of 6 alternated rounds, two runs: mnv1_dw6_28x256 0.670 / 0.673 -> 0.622 / 0.631 ms
+// without, mnv2_dw_28x192 0.470 / 0.467 -> 0.425 / 0.449). Converted images (float16,
+// bfloat16), which their conversion has just written into L2, were 5-9% slower without it
+// (float16 mnv1_dw6 0.95 -> 1.01 ms, bfloat16 0.96 -> 1.01), so they keep it.
+bool SweepAhead(const ConvGeometry& g, bool in_place, size_t elem_size) {
+  // x and dy of one block: two 64-byte vectors of each, 256 bytes a pixel.
+  const int64_t block_bytes = g.in_h * g.in_w * 256;
+  return block_bytes <= (256 << 10) && !(in_place && OutgrowsHalfL2(g, elem_size));
 }
 
 // The filter gradient as sweeps (DwSweepBlock): work items of (image, band of output rows,
@@ -1225,6 +1250,9 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
   const int64_t nb = full + half + (tail > 0 ? 1 : 0);
   const int64_t band_rows = SweepBandRows(g, nb, nt, sizeof(C));
   const int64_t bands = (g.out_h + band_rows - 1) / band_rows;
+  // Whether the items read x where it is: neither copied per block nor through converted rows.
+  const bool in_place = !blocks && !ExpandedRows<S, C>::Copies(g, format);
+  const bool ahead = SweepAhead(g, in_place, sizeof(C));
   const DwSweepFn<C> sweep = DwSweep(C{});
   ActivationChunks<S, C> dy_images(dy, format, g.batch, g.out_h, g.out_w, ch, g.out_h, nt,
                                    kSlotOutBackpropRows);
@@ -1240,10 +1268,10 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
     if constexpr (std::is_same_v<S, C>) {
       if (blocks) {
         const C* xn = x + n * g.in_h * g.in_w * g.in_depth;
-        return sweep(e, xn, dyn, oh0, oh1, b0, width, mine, block[thread]);
+        return sweep(e, xn, dyn, oh0, oh1, b0, width, mine, block[thread], ahead);
       }
     }
-    sweep(e, xrows->Image(thread, n), dyn, oh0, oh1, b0, width, mine, nullptr);
+    sweep(e, xrows->Image(thread, n), dyn, oh0, oh1, b0, width, mine, nullptr, ahead);
   });
 }
 
