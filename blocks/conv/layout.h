@@ -205,9 +205,9 @@ void TransposeConvertBlock(const S* s, int64_t ss, D* d, int64_t ds, int64_t ni,
 /// A column block at a time over all the rows: d's lines for the block's columns are then
 /// written whole while they are in L1. Row blocks outermost, every pass over the columns wrote
 /// another 64 bytes of each of d's pixels, and an image's d larger than L2 came back from L3 for
-/// each pass. One pinned core, NCHW depthwise, best of 6 alternated rounds, two runs:
-/// mnv2_dw_112x96's strided input gradient 15.3 -> 6.18 ms, its forward 5.40 -> 4.59,
-/// mnv2_dw_56x144's three ops 6-10% faster, mnv1_dw4_56x128's 4-9%, the rest within 2%.
+/// each pass. One pinned core, NCHW depthwise, best of 6 alternated rounds: mnv2_dw_112x96's
+/// strided input gradient 17.0 -> 7.9 ms, its filter gradient 5.7 -> 4.4, mnv2_dw_56x144's
+/// and mnv1_dw4_56x128's three ops 7-26% faster; dense layers, a few rows at a time, the same.
 template <typename S, typename D>
 void TransposeConvert(const S* s, int64_t ss, D* d, int64_t ds, int64_t ni, int64_t nj) {
   const bool fast = ActiveIsa() != Isa::kBase;
