@@ -284,9 +284,8 @@ template <typename C>
 bool DwBlocksAlongRow(const ConvGeometry& g, int64_t tile_w) {
   const int64_t cols = (tile_w - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1;
   const int64_t values = g.filter_h * (cols * g.in_depth + g.filter_w * g.out_depth);
-  const int64_t known = CacheBytes(1), l1 = known > 0 ? known : int64_t{32} << 10;
-  return values * static_cast<int64_t>(sizeof(C)) > l1 && !CrowdsL1Sets<C>(g.in_depth) &&
-         !CrowdsL1Sets<C>(g.out_depth);
+  return values * static_cast<int64_t>(sizeof(C)) > CacheBytes(1, int64_t{32} << 10) &&
+         !CrowdsL1Sets<C>(g.in_depth) && !CrowdsL1Sets<C>(g.out_depth);
 }
 
 // Forward of one output row (yrow) from the input rows xr[kh]: pixel tiles outside and channel
@@ -1162,22 +1161,18 @@ void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelC
 // AVX-512 (its 32 registers hold the 18 sums, the window and the input; with 16, the row
 // kernel).
 bool UseSweep(const ConvGeometry& g) {
-  return g.filter_h == 3 && g.filter_w == 3 && g.dilation_h == 1 && g.dilation_w == 1 &&
-         g.stride_w == 1 && ActiveIsa() == Isa::kAvx512;
+  return g.filter_h == 3 && g.dilation_h == 1 && TapRowForm(g, 3, 1) && ActiveIsa() == Isa::kAvx512;
 }
 
-// The filter gradient sweep's cache sizes: a core's L2 (1 MiB when unknown), and the bytes of
-// one output row's x and dy (in_w + out_w pixels of out_depth channels of elem_size bytes).
-inline int64_t SweepL2Bytes() {
-  const int64_t known = CacheBytes(2);
-  return known > 0 ? known : int64_t{1} << 20;
-}
+// The filter gradient sweep's L2 size (1 MiB when unknown), and the bytes of one output row's
+// x and dy (in_w + out_w pixels of out_depth channels of elem_size bytes).
+constexpr int64_t kSweepL2Fallback = int64_t{1} << 20;
 inline int64_t SweepRowBytes(const ConvGeometry& g, size_t elem_size) {
   return (g.in_w + g.out_w) * g.out_depth * static_cast<int64_t>(elem_size);
 }
 // Whether an image's x and dy outgrow half of L2.
 inline bool OutgrowsHalfL2(const ConvGeometry& g, size_t elem_size) {
-  return g.out_h * SweepRowBytes(g, elem_size) > SweepL2Bytes() / 2;
+  return g.out_h * SweepRowBytes(g, elem_size) > CacheBytes(2, kSweepL2Fallback) / 2;
 }
 
 // The output rows of the filter gradient sweep's bands (DwBackpropFilterSweep), for `threads`
@@ -1193,7 +1188,8 @@ inline bool OutgrowsHalfL2(const ConvGeometry& g, size_t elem_size) {
 int64_t SweepBandRows(const ConvGeometry& g, int64_t blocks, int threads, size_t elem_size) {
   int64_t rows = g.out_h;
   if (blocks > 1 && OutgrowsHalfL2(g, elem_size))
-    rows = std::clamp<int64_t>(SweepL2Bytes() / 8 / SweepRowBytes(g, elem_size), 1, g.out_h);
+    rows = std::clamp<int64_t>(CacheBytes(2, kSweepL2Fallback) / 8 / SweepRowBytes(g, elem_size), 1,
+                               g.out_h);
   const int64_t items = g.batch * blocks;
   if (threads > 1 && items < int64_t{8} * threads) {
     const int64_t bands = std::min((int64_t{8} * threads + items - 1) / items, g.out_h);

@@ -85,10 +85,11 @@ void Transpose8x8Avx2(const float* src, int64_t src_stride, float* dst, int64_t 
 }
 #endif
 
-int64_t CacheBytes(int level) {
+int64_t CacheBytes(int level, int64_t fallback) {
   static const int64_t l1 = std::max<long>(0, sysconf(_SC_LEVEL1_DCACHE_SIZE));
   static const int64_t l2 = std::max<long>(0, sysconf(_SC_LEVEL2_CACHE_SIZE));
-  return level == 1 ? l1 : level == 2 ? l2 : 0;
+  const int64_t known = level == 1 ? l1 : level == 2 ? l2 : 0;
+  return known > 0 ? known : fallback;
 }
 
 const char* IsaName(Isa isa) {

@@ -34,8 +34,8 @@ void SetIsaForTesting(Isa isa);
 /// "base", "avx2", "avx512".
 const char* IsaName(Isa isa);
 /// Bytes of a core's L1 data cache (level 1) or L2 cache (level 2), as the C library reads them
-/// from the CPU (once); 0 when it cannot.
-int64_t CacheBytes(int level);
+/// from the CPU (once); `fallback` when it cannot.
+int64_t CacheBytes(int level, int64_t fallback);
 
 /// dst[j * dst_stride + i] = src[i * src_stride + j] for i, j < 8, in AVX registers. Only for
 /// ActiveIsa() of at least kAvx2.

@@ -28,9 +28,8 @@ constexpr int64_t kMcPanels = 20;
 // of the columns), its forward 31.8 -> 31.2, the 1x1 filter gradient 5.78 -> 5.60, the 1x1
 // forward and input gradients unchanged.
 int64_t BBlockBytes() {
-  const int64_t l2 = CacheBytes(2);
-  return l2 > 0 ? std::clamp<int64_t>(l2 / 2, int64_t{256} << 10, int64_t{1} << 20)
-                : int64_t{512} << 10;
+  return std::clamp<int64_t>(CacheBytes(2, int64_t{1} << 20) / 2, int64_t{256} << 10,
+                             int64_t{1} << 20);
 }
 // The columns of a B block: BBlockBytes() of kKc rows, in whole panels of nr.
 int64_t NcFor(int64_t nr, size_t elem_size) {

@@ -426,7 +426,7 @@ TEST(StreamedStores, LargeDepthwiseOutputs) {
 }
 
 // A depthwise 3x3 filter gradient at stride 1 (AVX-512: the sweep) whose images' x and dy
-// outgrow half of a core's L2 cache (taken as at least 1 MiB), so that it sweeps each image in
+// outgrow half of a core's L2 cache (1 MiB when unknown), so that it sweeps each image in
 // bands of rows (float32: of 2-4 rows on 1-2 MiB of L2, float64 of 1-2), the last band shorter
 // than the others (131 rows): two vectors and a half of channels (80 float32), or 5 blocks of
 // two vectors (float64), with a multiplier of 2 (its input expanded into rows). The
@@ -434,7 +434,7 @@ TEST(StreamedStores, LargeDepthwiseOutputs) {
 // 13100 products a tap sum exactly in any order (20 bits), so that only a wrong sum differs.
 TEST(LargeOperands, DepthwiseFilterGradientInBands) {
   std::mt19937_64 rng(23);
-  const int64_t l2 = std::max<int64_t>(internal::CacheBytes(2), int64_t{1} << 20);
+  const int64_t l2 = internal::CacheBytes(2, int64_t{1} << 20);  // as the kernel takes it
   for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
     for (int64_t mult : {1, 2}) {
       Problem p;
@@ -448,8 +448,10 @@ TEST(LargeOperands, DepthwiseFilterGradientInBands) {
       p.fh = p.fw = 3;
       CheckLargeAgainstReference(
           p, 2, dtype, l2 / 2,
-          [&](const ConvGeometry& g) { return (g.in_h * g.in_w + g.out_h * g.out_w) * 80; }, rng,
-          8);
+          [&](const ConvGeometry& g) {
+            return (g.in_h * g.in_w + g.out_h * g.out_w) * g.out_depth;
+          },
+          rng, 8);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
