@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "blocks/conv/depthwise_planes.h"
 #include "blocks/conv/optimized_util.h"
 #include "blocks/conv/row_rings.h"
 #include "blocks/conv/run_kernels.h"
@@ -987,6 +988,12 @@ BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 template <typename T>
 RowConverted DepthwiseKernels<T>::ConvertsRows(const ConvState& s) {
   const ConvGeometry& g = s.geometry;
+  // The plane kernels (depthwise_planes.h) read and write the op's NCHW tensors.
+  if (UsesPlanes(g, s.attrs.format, s.op, sizeof(ComputeT<T>))) {
+    return {.input = s.op != ConvOp::kBackpropInput,
+            .out_backprop = s.op != ConvOp::kForward,
+            .result = s.op != ConvOp::kBackpropFilter};
+  }
   if (!ConvertsInPieces(s)) return {};
   const bool input_rows = s.attrs.format == DataFormat::kNHWC || g.multiplier == 1;
   switch (s.op) {
@@ -1024,6 +1031,8 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
 
 template <typename T>
 void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
+  if (UsesPlanes(args.g, args.format, ConvOp::kForward, sizeof(ComputeT<T>)))
+    return DwForwardPlanes(args, ctx);
   if (args.x_t != nullptr) return DwForward(args, args.x_t, args.format, ctx);
   DwForward(args, args.x, DataFormat::kNHWC, ctx);
 }
@@ -1148,6 +1157,8 @@ void DwBackpropInputStrided(const KernelArgs<T>& args, const S* dy, DataFormat f
 template <typename T>
 void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   const ConvGeometry& g = args.g;
+  if (UsesPlanes(g, args.format, ConvOp::kBackpropInput, sizeof(ComputeT<T>)))
+    return DwBackpropInputPlanes(args, ctx);
   const bool stride1 = g.stride_h == 1 && g.stride_w == 1;
   if (args.dy_t != nullptr) {
     if (stride1) return DwBackpropInputStride1(args, args.dy_t, args.format, ctx);
@@ -1296,6 +1307,8 @@ void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, DataFo
 
 template <typename T>
 void DepthwiseKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
+  if (UsesPlanes(args.g, args.format, ConvOp::kBackpropFilter, sizeof(ComputeT<T>)))
+    return DwBackpropFilterPlanes(args, ctx);
   if (args.x_t != nullptr) return DwBackpropFilter(args, args.x_t, args.dy_t, args.format, ctx);
   DwBackpropFilter(args, args.x, args.dy, DataFormat::kNHWC, ctx);
 }

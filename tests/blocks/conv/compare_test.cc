@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -187,12 +188,15 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // A stride-1 input gradient computed as the forward of the turned filter: dilated, with a
       // channel left over after two vectors (the forward's plain loop for it).
       {"NHWC", "SAME", 9, 11, 33, 1, 20, 1, 1, 1, 2, 2},
-      // NCHW rows of 16 pixels and more, which the depthwise kernels transpose one at a time:
-      // stride 1 (the filter gradient's sweep), stride 2 (the strided input gradient), and a
-      // multiplier of 2 (its input transposed whole, its rows not).
+      // NCHW rows of 16 pixels and more (a vector of a plane's row and a tail, in the depthwise
+      // plane kernels): stride 1, stride 2 with explicit padding, and a multiplier of 2.
       {"NCHW", "SAME", 4, 18, 37, 1, 16, 1, 1, 1, 1, 1},
       {"NCHW", "EXPLICIT", 5, 33, 20, 1, 16, 1, 2, 2, 1, 1},
       {"NCHW", "VALID", 4, 19, 9, 1, 16, 2, 1, 1, 1, 1},
+      // The depthwise plane kernels' phases and offsets: a multiplier of 3 at row stride 2 with
+      // column dilation 2 and explicit padding, and a 5 x 5 filter at row dilation 2.
+      {"NCHW", "EXPLICIT", 7, 20, 6, 1, 1, 3, 2, 1, 1, 2},
+      {"NCHW", "SAME", 6, 40, 3, 1, 1, 1, 1, 1, 2, 1, 5},
   };
   for (const Big& b : bigs) {
     Problem p;
@@ -605,12 +609,14 @@ Tensor Transposed(const Tensor& t, bool to_nchw) {
   return out;
 }
 
-// NCHW and NHWC are one problem: the optimized kernels give the same bits in either layout
-// (after transposing the activations), in float64, in float32 (whose transpositions take the
-// AVX register path) and in float16 and bfloat16 (transposed through float blocks, widened and
-// rounded a vector at a time), at every ISA and thread count. Shapes with
-// vector tiles, channel remainders, strides, groups and a small-spatial, many-channel layer
-// (a detector's fc6 as a 3x3 VALID convolution, cut down).
+// NCHW and NHWC are one problem: the optimized Conv2D kernels give the same bits in either
+// layout (after transposing the activations), in float64, in float32 (whose transpositions take
+// the AVX register path) and in float16 and bfloat16 (transposed through float blocks, widened
+// and rounded a vector at a time), at every ISA and thread count. Shapes with vector tiles,
+// channel remainders, strides, groups and a small-spatial, many-channel layer (a detector's fc6
+// as a 3x3 VALID convolution, cut down). The depthwise ops have NCHW kernels of their own (a
+// channel plane at a time, depthwise_planes.h), which sum in another order: they agree with the
+// NHWC kernels within the grid's tolerance (and each with the reference, CompareTest).
 TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
   struct Case {
     bool depthwise;
@@ -626,8 +632,7 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
       {false, "VALID", 3, 7, 7, 40, 1, 64, 1, 1, 1, 1, 1},
       {true, "SAME", 2, 9, 11, 24, 1, 1, 2, 3, 3, 2, 1},
       {true, "VALID", 2, 8, 8, 40, 1, 1, 1, 5, 5, 1, 1},
-      // Depthwise rows of 16 pixels and more: NCHW rows transposed one at a time in the
-      // kernels (a multiplier of 2: the input whole, the output a row at a time).
+      // Depthwise rows of 16 pixels and more, and a multiplier of 2.
       {true, "SAME", 2, 5, 18, 40, 1, 1, 1, 3, 3, 1, 1},
       {true, "SAME", 2, 6, 35, 24, 1, 1, 1, 3, 3, 2, 2},
       {true, "SAME", 2, 4, 17, 12, 1, 1, 2, 3, 3, 1, 1},
@@ -654,9 +659,15 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
     Expected<Resolved> rp = Resolve(p), rq = Resolve(q);
     ASSERT_TRUE(rp.ok() && rq.ok()) << p.ToString();
     for (DType dtype : {DType::kFloat64, DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-      const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
-      const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
-      const Tensor dy = RandomTensor(dtype, OutputShape(rp->attrs, rp->geometry), rng);
+      // Depthwise 16-bit values on CompareTest's grids: their sums are exact in float whatever
+      // the order, so both layouts round to the same bits (TensorsClose's test for them).
+      const int grid = !k.depthwise                ? 0
+                       : dtype == DType::kFloat16  ? 128
+                       : dtype == DType::kBFloat16 ? 64
+                                                   : 0;
+      const Tensor x = RandomTensor(dtype, p.InputShape(), rng, grid);
+      const Tensor w = RandomTensor(dtype, p.FilterShape(), rng, grid);
+      const Tensor dy = RandomTensor(dtype, OutputShape(rp->attrs, rp->geometry), rng, grid);
       const Tensor x_nchw = Transposed(x, true), dy_nchw = Transposed(dy, true);
       for (int op = 0; op < 3; ++op) {
         for (int threads : {1, 2}) {
@@ -673,7 +684,11 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
             // The filter gradient is HWIO in both layouts; activations come back transposed.
             const Tensor b_nhwc = op == 2 ? std::move(*b) : Transposed(*b, false);
             ASSERT_EQ(a->shape(), b_nhwc.shape()) << what;
-            EXPECT_TRUE(a->BitwiseEquals(b_nhwc)) << what;
+            if (k.depthwise) {
+              EXPECT_TRUE(TensorsClose(*a, b_nhwc, what)) << what;
+            } else {
+              EXPECT_TRUE(a->BitwiseEquals(b_nhwc)) << what;
+            }
             ++checked;
           }
         }
@@ -681,6 +696,65 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
     }
   }
   EXPECT_EQ(checked, 11 * 4 * 3 * 2 * 3);
+}
+
+// The depthwise NCHW filter gradient sums each tap over flat rows a vector at a time, the last
+// vector of a row reaching into the next row's pixels: those lanes are masked in both operands,
+// so that an infinity in a column no output pairs with a tap adds nothing to that tap (as in the
+// reference, which skips the pair), where a product with a zero would make it NaN. Rows of 21
+// and 14 columns (a full vector and a tail, a tail only), row stride 1 and 2, at every ISA.
+TEST(DepthwiseNchw, InfinitiesOnlyWhereTheReferencePutsThem) {
+  std::mt19937_64 rng(31);
+  int checked = 0, infinite = 0;
+  for (auto [w, sh] : {std::pair<int64_t, int64_t>{21, 1}, {21, 2}, {14, 1}}) {
+    Problem p;
+    p.depthwise = true;
+    p.format = "NCHW";
+    p.padding = "SAME";
+    p.n = 2;
+    p.h = 5;
+    p.w = w;
+    p.c = 3;
+    p.mult = 2;
+    p.fh = 3;
+    p.fw = 3;
+    p.sh = sh;
+    Expected<Resolved> r = Resolve(p);
+    ASSERT_TRUE(r.ok()) << p.ToString();
+    Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng);
+    const Tensor f = RandomTensor(DType::kFloat32, p.FilterShape(), rng);
+    const Tensor dy = RandomTensor(DType::kFloat32, OutputShape(r->attrs, r->geometry), rng);
+    // The last column of row 2 in every plane: at stride 1 no output pairs it with kw 0.
+    for (int64_t plane = 0; plane < p.n * p.c; ++plane)
+      x.SetFromDouble((plane * p.h + 2) * p.w + p.w - 1, std::numeric_limits<double>::infinity());
+    for (int op : {0, 2}) {
+      Expected<Tensor> ref = RunOp(KernelKind::kReference, op, *r, x, f, dy, 1);
+      ASSERT_TRUE(ref.ok()) << p.ToString();
+      for (internal::Isa isa :
+           {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
+        internal::SetIsaForTesting(isa);
+        Expected<Tensor> opt = RunOp(KernelKind::kOptimized, op, *r, x, f, dy, 2);
+        ASSERT_TRUE(opt.ok()) << p.ToString();
+        ASSERT_EQ(ref->num_elements(), opt->num_elements());
+        for (int64_t i = 0; i < ref->num_elements(); ++i) {
+          const double a = ref->GetAsDouble(i), b = opt->GetAsDouble(i);
+          const std::string what = p.ToString() + " op " + std::to_string(op) + " isa " +
+                                   internal::IsaName(internal::ActiveIsa()) + " element " +
+                                   std::to_string(i) + ": " + std::to_string(a) + " vs " +
+                                   std::to_string(b);
+          if (std::isfinite(a)) {
+            EXPECT_NEAR(a, b, 1e-4 * (1 + std::fabs(a))) << what;
+          } else {
+            EXPECT_TRUE(std::isnan(a) ? std::isnan(b) : a == b) << what;
+            ++infinite;
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+  EXPECT_GT(infinite, 0);  // the infinities reached some outputs and filter taps
 }
 
 }  // namespace
