@@ -237,10 +237,16 @@ BF_DW_PLANE_FNS(double)
 #undef BF_DW_PLANE_FNS
 // NOLINTEND(bugprone-macro-parentheses)
 
-// Threads for `items` planes of `per_item` multiply-adds each.
+// Threads for `items` planes of `per_item` multiply-adds each: at most one a plane.
 int PlaneThreads(const KernelContext& ctx, int64_t items, int64_t per_item) {
-  return std::max(1, std::min<int>(ThreadsFor(ctx.num_threads, items * per_item, 1 << 15),
-                                   static_cast<int>(std::min<int64_t>(items, 1 << 20))));
+  const int nt = ThreadsFor(ctx.num_threads, items * per_item, 1 << 15);
+  return static_cast<int>(std::clamp<int64_t>(items, 1, nt));
+}
+
+// src[t] = where tap t reads the phase planes at `planes` (offset included).
+template <typename C>
+void TapSources(const Planes& p, const C* planes, const C** src) {
+  for (size_t k = 0; k < p.off.size(); ++k) src[k] = planes + p.phase[k] * p.size + p.off[k];
 }
 
 }  // namespace
@@ -265,7 +271,7 @@ void DwForwardPlanes(const KernelArgs<T>& args, const KernelContext& ctx) {
     const int t = omp_get_thread_num();
     const int64_t b = item / g.in_depth, c = item % g.in_depth;
     C* planes = phases[t];
-    for (int64_t k = 0; k < taps; ++k) src[t][k] = planes + p.phase[k] * p.size + p.off[k];
+    TapSources(p, planes, src[t]);
     for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += p.rows) {
       const int64_t rows = std::min(p.rows, g.out_h - oh0);
       FillPhases(g, p, args.x_t + item * g.in_h * g.in_w, oh0, planes);
@@ -365,7 +371,7 @@ void DwBackpropFilterPlanes(const KernelArgs<T>& args, const KernelContext& ctx)
     for (int64_t b = 0; b < g.batch; ++b) {
       if (ctx.cancelled()) break;
       C* planes = phases[t];
-      for (int64_t k = 0; k < taps; ++k) src[t][k] = planes + p.phase[k] * p.size + p.off[k];
+      TapSources(p, planes, src[t]);
       for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += p.rows) {
         const int64_t rows = std::min(p.rows, g.out_h - oh0);
         FillPhases(g, p, args.x_t + (b * g.in_depth + c) * g.in_h * g.in_w, oh0, planes);
