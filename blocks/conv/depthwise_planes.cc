@@ -56,7 +56,7 @@ constexpr int64_t kBandBytes = int64_t{12} << 10;
 int64_t BandRows(const ConvGeometry& g, size_t elem_size) {
   const int64_t pw = g.out_w + (g.filter_w - 1) * g.dilation_w;
   const int64_t most = std::max<int64_t>(1, kBandBytes / (pw * static_cast<int64_t>(elem_size)));
-  const int64_t bands = (g.out_h + most - 1) / most;
+  const int64_t bands = std::max<int64_t>(1, (g.out_h + most - 1) / most);
   return std::max<int64_t>(1, (g.out_h + bands - 1) / bands);
 }
 

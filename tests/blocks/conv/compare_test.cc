@@ -194,9 +194,11 @@ std::vector<Problem> GridProblems(bool depthwise) {
       {"NCHW", "EXPLICIT", 5, 33, 20, 1, 16, 1, 2, 2, 1, 1},
       {"NCHW", "VALID", 4, 19, 9, 1, 16, 2, 1, 1, 1, 1},
       // The depthwise plane kernels' phases and offsets: a multiplier of 3 at row stride 2 with
-      // column dilation 2 and explicit padding, and a 5 x 5 filter at row dilation 2.
+      // column dilation 2 and explicit padding, a 5 x 5 filter at row dilation 2.
       {"NCHW", "EXPLICIT", 7, 20, 6, 1, 1, 3, 2, 1, 1, 2},
       {"NCHW", "SAME", 6, 40, 3, 1, 1, 1, 1, 1, 2, 1, 5},
+      // No output rows (VALID, 2 rows under a 3-row filter) on 18 output columns.
+      {"NCHW", "VALID", 2, 20, 3, 1, 1, 1, 1, 1, 1, 1},
   };
   for (const Big& b : bigs) {
     Problem p;
