@@ -197,8 +197,11 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // column dilation 2 and explicit padding, a 5 x 5 filter at row dilation 2.
       {"NCHW", "EXPLICIT", 7, 20, 6, 1, 1, 3, 2, 1, 1, 2},
       {"NCHW", "SAME", 6, 40, 3, 1, 1, 1, 1, 1, 2, 1, 5},
-      // No output rows (VALID, 2 rows under a 3-row filter) on 18 output columns.
+      // No output rows (VALID, 2 rows under a 3-row filter) on 18 output columns: the filter
+      // gradient's sweep and bands (NHWC) and the plane kernels (NCHW) on empty work.
+      {"NHWC", "VALID", 2, 20, 40, 1, 1, 1, 1, 1, 1, 1},
       {"NCHW", "VALID", 2, 20, 3, 1, 1, 1, 1, 1, 1, 1},
+      {"NCHW", "VALID", 2, 40, 3, 1, 1, 1, 1, 1, 1, 1},
   };
   for (const Big& b : bigs) {
     Problem p;
