@@ -20,18 +20,21 @@
 namespace blockflow::conv::internal {
 
 /// Whether the plane kernels take depthwise op `op` in `format` of geometry g: NCHW at column
-/// stride 1 (a strided row would have to be gathered element by element), on rows of
-/// at least kMinPlaneWidth output columns (7-column rows leave most of a vector's lanes idle,
-/// and took twice as long as the transposes to NHWC). The forward and the input gradient only on
-/// planes of at most kMaxPlaneBytes of the compute type (elem_size bytes a value): on 112 x 112
-/// float planes (mnv1_dw1_112x32) they took 15-25% longer than the transposes and the NHWC
-/// kernels, where the filter gradient took 40% less.
+/// stride 1 (a strided row would have to be gathered element by element), on rows of at least
+/// kMinPlaneWidth output columns (7-column rows leave most of a vector's lanes idle, and took
+/// twice as long as the transposes to NHWC). The forward and the input gradient only on planes of
+/// at most kMaxPlaneBytes of the compute type (elem_size bytes a value): on 112 x 112 float
+/// planes (mnv1_dw1_112x32) they took 15-25% longer than the transposes and the NHWC kernels. The
+/// filter gradient only on rows of kMinFilterGradWidth columns and more: 1.7x faster on the 56-
+/// and 112-column layers, but on 28 and 14 columns between 0.9x and 1.2x (mnv2_dw_28x192 0.9x on
+/// one thread, 0.7x on two), where the NHWC sweep is efficient after the transposes.
 inline constexpr int64_t kMinPlaneWidth = 14;
+inline constexpr int64_t kMinFilterGradWidth = 32;
 inline constexpr int64_t kMaxPlaneBytes = int64_t{32} << 10;
 inline bool UsesPlanes(const ConvGeometry& g, DataFormat format, ConvOp op, size_t elem_size) {
   if (format != DataFormat::kNCHW || g.stride_w != 1 || g.out_w < kMinPlaneWidth) return false;
-  return op == ConvOp::kBackpropFilter ||
-         g.in_h * g.in_w * static_cast<int64_t>(elem_size) <= kMaxPlaneBytes;
+  if (op == ConvOp::kBackpropFilter) return g.out_w >= kMinFilterGradWidth;
+  return g.in_h * g.in_w * static_cast<int64_t>(elem_size) <= kMaxPlaneBytes;
 }
 
 template <typename T>
