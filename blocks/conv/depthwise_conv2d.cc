@@ -1157,6 +1157,15 @@ void DwBackpropInputStrided(const KernelArgs<T>& args, const S* dy, DataFormat f
 template <typename T>
 void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   const ConvGeometry& g = args.g;
+  if (g.out_depth == 0) {  // a multiplier of 0: no output channel, a zero input gradient
+    const int64_t n = g.input_elements();
+    if (args.result != nullptr) {
+      std::fill_n(args.result, n, ComputeT<T>{0});
+    } else {
+      std::fill_n(args.result_t, n, T{});
+    }
+    return;
+  }
   if (UsesPlanes(g, args.format, ConvOp::kBackpropInput, sizeof(ComputeT<T>)))
     return DwBackpropInputPlanes(args, ctx);
   const bool stride1 = g.stride_h == 1 && g.stride_w == 1;

@@ -202,6 +202,12 @@ std::vector<Problem> GridProblems(bool depthwise) {
       {"NHWC", "VALID", 2, 20, 40, 1, 1, 1, 1, 1, 1, 1},
       {"NCHW", "VALID", 2, 20, 3, 1, 1, 1, 1, 1, 1, 1},
       {"NCHW", "VALID", 2, 40, 3, 1, 1, 1, 1, 1, 1, 1},
+      // A depthwise channel multiplier of 0 (no output channels; Conv2D: 3 per group), at
+      // stride 1 and 2 in both layouts: the input gradient is zeros.
+      {"NHWC", "SAME", 6, 20, 16, 1, 3, 0, 1, 1, 1, 1},
+      {"NCHW", "SAME", 6, 20, 16, 1, 3, 0, 1, 1, 1, 1},
+      {"NHWC", "SAME", 6, 20, 16, 1, 3, 0, 2, 2, 1, 1},
+      {"NCHW", "SAME", 6, 20, 16, 1, 3, 0, 2, 2, 1, 1},
   };
   for (const Big& b : bigs) {
     Problem p;
