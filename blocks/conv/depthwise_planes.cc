@@ -62,8 +62,7 @@ int64_t BandRows(const ConvGeometry& g, size_t elem_size) {
 
 // The phase planes of the band from output row oh0 of one input plane x (in_h x in_w of S):
 // phase q holds the zero-padded input at rows (oh0 + r) * sh + q, element [r * pw + j] that of
-// column j - pad_left. The planes' tails past ph * pw are never written (zeros at first, then
-// what an earlier band left: finite inputs or not, AllFinite reads them too).
+// column j - pad_left. The planes' tails past ph * pw are never written: they stay zeros.
 template <typename S, typename C>
 void FillPhases(const ConvGeometry& g, const Planes& p, const S* x, int64_t oh0, C* planes) {
   // Columns j of a row read input column j - pad_left: [j0, j1) inside.
@@ -192,7 +191,8 @@ template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void ShiftedSumsT(const C* const* src, const C* w, int64_t taps, int64_t n, C* out) {
   (void)P;
   (void)NV;
-  // Four vectors of sums with AVX-512's 32 registers, two with 16.
+  // Four vectors of sums with AVX-512's 32 registers; one 64-byte vector (two ymm, four xmm)
+  // with the narrower ISAs' 16.
   if constexpr (kIsSplitVec<V>) {
     ShiftedSums<C, V, 1>(src, w, taps, n, out);
   } else {
