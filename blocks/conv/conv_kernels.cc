@@ -1,5 +1,6 @@
 #include "blocks/conv/conv_kernels.h"
 
+#include <cstring>
 #include <string>
 
 #include "blocks/conv/conv2d.h"
@@ -59,6 +60,12 @@ Status RunConv(KernelKind kind, const ConvState& s, const Tensor& a, const Tenso
                     want.a.ToString() + ", " + want.b.ToString() + " and " + want.out.ToString());
   }
   if (out->num_elements() == 0) return Status::OK();
+  // An operand with no elements (no output rows, a channel multiplier of 0, an empty batch):
+  // every result element is a sum over nothing. Zeros here, so that no kernel meets empty work.
+  if (a.num_elements() == 0 || b.num_elements() == 0) {
+    std::memset(out->raw(), 0, out->num_bytes());
+    return Status::OK();
+  }
   const auto run = kind == KernelKind::kReference ? internal::RunReferenceKernels
                    : s.geometry.depthwise         ? internal::RunDepthwiseKernels
                                                   : internal::RunConv2DKernels;

@@ -1157,15 +1157,6 @@ void DwBackpropInputStrided(const KernelArgs<T>& args, const S* dy, DataFormat f
 template <typename T>
 void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   const ConvGeometry& g = args.g;
-  if (g.out_depth == 0) {  // a multiplier of 0: no output channel, a zero input gradient
-    const int64_t n = g.input_elements();
-    if (args.result != nullptr) {
-      std::fill_n(args.result, n, ComputeT<T>{0});
-    } else {
-      std::fill_n(args.result_t, n, T{});
-    }
-    return;
-  }
   if (UsesPlanes(g, args.format, ConvOp::kBackpropInput, sizeof(ComputeT<T>)))
     return DwBackpropInputPlanes(args, ctx);
   const bool stride1 = g.stride_h == 1 && g.stride_w == 1;
@@ -1206,12 +1197,11 @@ inline bool OutgrowsHalfL2(const ConvGeometry& g, size_t elem_size) {
 // each other, and bands of a 14x14x512 image (0.8 MB) gained nothing. With fewer than 8 items a
 // thread, bands are cut finer so that the threads share them evenly.
 int64_t SweepBandRows(const ConvGeometry& g, int64_t blocks, int threads, size_t elem_size) {
-  const int64_t items = g.batch * blocks;
-  if (g.out_h <= 0 || items <= 0) return 1;  // no work, one empty band (not a division by zero)
   int64_t rows = g.out_h;
   if (blocks > 1 && OutgrowsHalfL2(g, elem_size))
     rows = std::clamp<int64_t>(CacheBytes(2, kSweepL2Fallback) / 8 / SweepRowBytes(g, elem_size), 1,
                                g.out_h);
+  const int64_t items = g.batch * blocks;
   if (threads > 1 && items < int64_t{8} * threads) {
     const int64_t bands = std::min((int64_t{8} * threads + items - 1) / items, g.out_h);
     rows = std::min(rows, (g.out_h + bands - 1) / bands);

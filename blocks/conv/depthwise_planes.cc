@@ -56,8 +56,8 @@ constexpr int64_t kBandBytes = int64_t{12} << 10;
 int64_t BandRows(const ConvGeometry& g, size_t elem_size) {
   const int64_t pw = g.out_w + (g.filter_w - 1) * g.dilation_w;
   const int64_t most = std::max<int64_t>(1, kBandBytes / (pw * static_cast<int64_t>(elem_size)));
-  const int64_t bands = std::max<int64_t>(1, (g.out_h + most - 1) / most);
-  return std::max<int64_t>(1, (g.out_h + bands - 1) / bands);
+  const int64_t bands = (g.out_h + most - 1) / most;  // out_h > 0: RunConv takes empty work
+  return (g.out_h + bands - 1) / bands;
 }
 
 // The phase planes of the band from output row oh0 of one input plane x (in_h x in_w of S):
@@ -264,6 +264,7 @@ void DwForwardPlanes(const KernelArgs<T>& args, const KernelContext& ctx) {
   PerThread<C> out(nt, n);
   PerThread<C> weights(nt, taps);
   PerThread<const C*> src(nt, taps);
+  for (int t = 0; t < nt; ++t) TapSources(p, phases[t], src[t]);
   const ShiftedSumsFn<C> sums = ShiftedSumsFor(C{});
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t item = 0; item < items; ++item) {
@@ -271,7 +272,6 @@ void DwForwardPlanes(const KernelArgs<T>& args, const KernelContext& ctx) {
     const int t = omp_get_thread_num();
     const int64_t b = item / g.in_depth, c = item % g.in_depth;
     C* planes = phases[t];
-    TapSources(p, planes, src[t]);
     for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += p.rows) {
       const int64_t rows = std::min(p.rows, g.out_h - oh0);
       FillPhases(g, p, args.x_t + item * g.in_h * g.in_w, oh0, planes);
@@ -365,13 +365,13 @@ void DwBackpropFilterPlanes(const KernelArgs<T>& args, const KernelContext& ctx)
   PerThread<C> sums(nt, taps);
   const ShiftedDotsFn<C> dots = ShiftedDotsFor(C{});
   const AllFiniteFn<C> all_finite = AllFiniteFor(C{});
+  for (int t = 0; t < nt; ++t) TapSources(p, phases[t], src[t]);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t c = 0; c < g.in_depth; ++c) {
     const int t = omp_get_thread_num();
     for (int64_t b = 0; b < g.batch; ++b) {
       if (ctx.cancelled()) break;
       C* planes = phases[t];
-      TapSources(p, planes, src[t]);
       for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += p.rows) {
         const int64_t rows = std::min(p.rows, g.out_h - oh0);
         FillPhases(g, p, args.x_t + (b * g.in_depth + c) * g.in_h * g.in_w, oh0, planes);

@@ -197,13 +197,15 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // column dilation 2 and explicit padding, a 5 x 5 filter at row dilation 2.
       {"NCHW", "EXPLICIT", 7, 20, 6, 1, 1, 3, 2, 1, 1, 2},
       {"NCHW", "SAME", 6, 40, 3, 1, 1, 1, 1, 1, 2, 1, 5},
-      // No output rows (VALID, 2 rows under a 3-row filter) on 18 output columns: the filter
-      // gradient's sweep and bands (NHWC) and the plane kernels (NCHW) on empty work.
+      // No output rows (VALID, 2 rows under a 3-row filter) on 18 output columns: an empty
+      // out_backprop, which RunConv answers with zeros before any kernel (the depthwise filter
+      // gradient's sweep once divided by zero cutting its bands).
       {"NHWC", "VALID", 2, 20, 40, 1, 1, 1, 1, 1, 1, 1},
       {"NCHW", "VALID", 2, 20, 3, 1, 1, 1, 1, 1, 1, 1},
       {"NCHW", "VALID", 2, 40, 3, 1, 1, 1, 1, 1, 1, 1},
       // A depthwise channel multiplier of 0 (no output channels; Conv2D: 3 per group), at
-      // stride 1 and 2 in both layouts: the input gradient is zeros.
+      // stride 1 and 2 in both layouts: an empty filter, so the input gradient is zeros (the
+      // NHWC depthwise input gradient once read past an empty buffer).
       {"NHWC", "SAME", 6, 20, 16, 1, 3, 0, 1, 1, 1, 1},
       {"NCHW", "SAME", 6, 20, 16, 1, 3, 0, 1, 1, 1, 1},
       {"NHWC", "SAME", 6, 20, 16, 1, 3, 0, 2, 2, 1, 1},
@@ -258,6 +260,12 @@ void CheckEveryIsa(const Tensor& ref, int op, const Resolved& r, const Tensor& x
   }
 }
 
+// The grid (RandomTensor's) on which 16-bit operands sum exactly in float, whatever the order:
+// both sides of a comparison then round to the same bits. 0 (no grid) for float32 and float64.
+int ExactGrid(DType dtype) {
+  return dtype == DType::kFloat16 ? 128 : dtype == DType::kBFloat16 ? 64 : 0;
+}
+
 class CompareTest : public ::testing::TestWithParam<std::tuple<bool, DType>> {};
 
 TEST_P(CompareTest, OptimizedMatchesReference) {
@@ -267,7 +275,7 @@ TEST_P(CompareTest, OptimizedMatchesReference) {
   for (const Problem& p : GridProblems(depthwise)) {
     Expected<Resolved> r = Resolve(p);
     ASSERT_TRUE(r.ok()) << p.ToString() << ": " << r.status().message();
-    const int grid = dtype == DType::kFloat16 ? 128 : dtype == DType::kBFloat16 ? 64 : 0;
+    const int grid = ExactGrid(dtype);
     const Tensor x = RandomTensor(dtype, p.InputShape(), rng, grid);
     const Tensor w = RandomTensor(dtype, p.FilterShape(), rng, grid);
     const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng, grid);
@@ -670,12 +678,8 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
     Expected<Resolved> rp = Resolve(p), rq = Resolve(q);
     ASSERT_TRUE(rp.ok() && rq.ok()) << p.ToString();
     for (DType dtype : {DType::kFloat64, DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-      // Depthwise 16-bit values on CompareTest's grids: their sums are exact in float whatever
-      // the order, so both layouts round to the same bits (TensorsClose's test for them).
-      const int grid = !k.depthwise                ? 0
-                       : dtype == DType::kFloat16  ? 128
-                       : dtype == DType::kBFloat16 ? 64
-                                                   : 0;
+      // Depthwise 16-bit values on the exact grids (TensorsClose's test for them is bits).
+      const int grid = k.depthwise ? ExactGrid(dtype) : 0;
       const Tensor x = RandomTensor(dtype, p.InputShape(), rng, grid);
       const Tensor w = RandomTensor(dtype, p.FilterShape(), rng, grid);
       const Tensor dy = RandomTensor(dtype, OutputShape(rp->attrs, rp->geometry), rng, grid);
