@@ -981,6 +981,23 @@ DwRowsFn<C> ForwardRowFor(int64_t elements) {
 // row.
 BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 
+// Whether op `op` in `format` runs in channel blocks (DwForwardChannelBlocks): the NCHW forward
+// of multiplier 1 on rows of at most kMaxBlockWidth output columns, or at a column stride above
+// 1. One pinned core, float32, best of 4-8 alternated rounds, against the plane kernels (stride
+// 1, 14 columns and more) or the row transposes (the rest): mnv1_dw13_7x1024 0.71 -> 0.43 ms,
+// mnv2_dw_7x960 0.67 -> 0.38, mnv2_dw_14x384 1.06 -> 0.58, mnv1_dw8_14x512 1.30 -> 1.08,
+// mnv2_dw_28x192 1.15 -> 0.91, mnv1_dw6_28x256 1.51 -> 1.18, dw_5x5_28x240 2.84 -> 1.87,
+// mnv2_dw_112x96_s2 7.7-11.2 -> 4.0-4.6, mnv1_dw2_112x64_s2 3.5 -> 2.7-3.1. Not on wider rows
+// at stride 1, where the bands hold few rows and the transposes of few rows cost more:
+// mnv1_dw1_112x32 2.06 -> 3.65 (the transposes), mnv1_dw4_56x128 2.64 -> 3.24 (the planes;
+// mnv2_dw_56x144 measured 3.77 -> 2.50, but it is the same form). The input gradient and
+// filter gradient, and the forward with a multiplier, keep the planes and the transposes.
+constexpr int64_t kMaxBlockWidth = 28;
+bool UsesChannelBlocks(const ConvGeometry& g, DataFormat format, ConvOp op) {
+  return format == DataFormat::kNCHW && op == ConvOp::kForward && g.multiplier == 1 &&
+         (g.out_w <= kMaxBlockWidth || g.stride_w > 1);
+}
+
 // Every operand a row at a time (the filter gradient's sweep and the strided input gradient's
 // out_backprop, whose rows it reads across the input rows: an image at a time), where
 // ConvertsInPieces says so, but an NCHW input with a multiplier above 1 (the rows are not
@@ -988,6 +1005,7 @@ BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 template <typename T>
 RowConverted DepthwiseKernels<T>::ConvertsRows(const ConvState& s) {
   const ConvGeometry& g = s.geometry;
+  if (UsesChannelBlocks(g, s.attrs.format, s.op)) return {.input = true, .result = true};
   // The plane kernels (depthwise_planes.h) read and write the op's NCHW tensors.
   if (UsesPlanes(g, s.attrs.format, s.op, sizeof(ComputeT<T>))) {
     return {.input = s.op != ConvOp::kBackpropInput,
@@ -1029,8 +1047,71 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   });
 }
 
+// The NCHW forward of multiplier 1, a block of G channels (two vectors) of one image at a time:
+// the NHWC kernels' form without transposing whole rows of every channel. A work item (image,
+// block) goes down its planes in bands of rows: it transposes the band's input rows of the G
+// planes into NHWC rows of G channels (GatherRows), runs the NHWC row kernel over them into
+// NHWC result rows, and transposes those back into the G output planes (ScatterRows). A band
+// of input and result rows takes about kBandBytes: with bands of 32 or 64 KB the transposes of
+// few rows cost more (mnv1_dw1_112x32 3.5-4.0 ms against 2.5), with 256 KB the layers of 56
+// and 112 columns slowed by 5-15% (out of L2 beside the other hyperthread's data). Each thread
+// takes whole items; a block's filter is copied out once per item.
+template <typename T>
+void DwForwardChannelBlocks(const KernelArgs<T>& args, const KernelContext& ctx) {
+  using C = ComputeT<T>;
+  constexpr int64_t G = int64_t{128} / static_cast<int64_t>(sizeof(C));  // two vectors
+  const ConvGeometry& g = args.g;
+  const int64_t ch = g.in_depth, blocks = (ch + G - 1) / G, items = g.batch * blocks;
+  const int64_t item_cost = G * g.out_h * g.out_w * g.filter_h * g.filter_w;
+  const int nt = static_cast<int>(
+      std::clamp<int64_t>(items, 1, ThreadsFor(ctx.num_threads, items * item_cost, 1 << 15)));
+  constexpr int64_t kBandBytes = int64_t{128} << 10;
+  const int64_t row_bytes = (g.in_w * g.stride_h + g.out_w) * G * static_cast<int64_t>(sizeof(C));
+  const int64_t band = std::clamp<int64_t>(kBandBytes / row_bytes, 1, g.out_h);
+  const int64_t band_in =
+      std::min(g.in_h, (band - 1) * g.stride_h + (g.filter_h - 1) * g.dilation_h + 1);
+  PerThread<C> xin(nt, band_in * g.in_w * G), yout(nt, band * g.out_w * G);
+  PerThread<C> wb(nt, g.filter_h * g.filter_w * G);
+  PerThread<const C*> rows(nt, g.filter_h);
+  const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
+  const DwRowsFn<C> row = DwForwardRow(C{});
+  const int64_t taps = g.filter_h * g.filter_w;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t item = 0; item < items; ++item) {
+    if (ctx.cancelled()) continue;
+    const int t = omp_get_thread_num();
+    const int64_t b = item / blocks, c0 = item % blocks * G, gs = std::min(G, ch - c0);
+    ConvGeometry e = g;
+    e.batch = 1;
+    e.in_depth = e.out_depth = e.filter_in_depth = e.groups = gs;
+    for (int64_t k = 0; k < taps; ++k)
+      for (int64_t c = 0; c < gs; ++c) wb[t][k * gs + c] = args.w[k * ch + c0 + c];
+    const T* xb = args.x_t + (b * ch + c0) * g.in_h * g.in_w;
+    T* yb = args.result_t + (b * ch + c0) * g.out_h * g.out_w;
+    const C** xr = rows[t];
+    for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += band) {
+      const int64_t oh1 = std::min(g.out_h, oh0 + band);
+      // The input rows the band reads, [lo, hi), inside the input.
+      const int64_t lo = std::max<int64_t>(0, g.input_row(oh0, 0));
+      const int64_t hi = std::min(g.in_h, g.input_row(oh1 - 1, g.filter_h - 1) + 1);
+      if (hi > lo)
+        GatherRows(xb, DataFormat::kNCHW, g.in_h, g.in_w, gs, 0, lo, hi - lo, xin[t], gs);
+      for (int64_t oh = oh0; oh < oh1; ++oh) {
+        for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+          const int64_t ih = g.input_row(oh, kh);
+          xr[kh] = ih >= 0 && ih < g.in_h ? xin[t] + (ih - lo) * g.in_w * gs : nullptr;
+        }
+        row(e, xr, wb[t], yout[t] + (oh - oh0) * g.out_w * gs, zeros.data());
+      }
+      ScatterRows(yout[t], yb, DataFormat::kNCHW, g.out_h, g.out_w, gs, 0, oh0, oh1 - oh0);
+    }
+  }
+}
+
 template <typename T>
 void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
+  if (UsesChannelBlocks(args.g, args.format, ConvOp::kForward))
+    return DwForwardChannelBlocks(args, ctx);
   if (UsesPlanes(args.g, args.format, ConvOp::kForward, sizeof(ComputeT<T>)))
     return DwForwardPlanes(args, ctx);
   if (args.x_t != nullptr) return DwForward(args, args.x_t, args.format, ctx);
