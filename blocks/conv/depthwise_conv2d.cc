@@ -981,21 +981,36 @@ DwRowsFn<C> ForwardRowFor(int64_t elements) {
 // row.
 BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 
-// Whether op `op` in `format` runs in channel blocks (DwForwardChannelBlocks): the NCHW forward
-// of multiplier 1 on rows of at most kMaxBlockWidth output columns, or at a column stride above
-// 1. One pinned core, float32, best of 4-8 alternated rounds, against the plane kernels (stride
-// 1, 14 columns and more) or the row transposes (the rest): mnv1_dw13_7x1024 0.71 -> 0.43 ms,
-// mnv2_dw_7x960 0.67 -> 0.38, mnv2_dw_14x384 1.06 -> 0.58, mnv1_dw8_14x512 1.30 -> 1.08,
-// mnv2_dw_28x192 1.15 -> 0.91, mnv1_dw6_28x256 1.51 -> 1.18, dw_5x5_28x240 2.84 -> 1.87,
-// mnv2_dw_112x96_s2 7.7-11.2 -> 4.0-4.6, mnv1_dw2_112x64_s2 3.5 -> 2.7-3.1. Not on wider rows
-// at stride 1, where the bands hold few rows and the transposes of few rows cost more:
-// mnv1_dw1_112x32 2.06 -> 3.65 (the transposes), mnv1_dw4_56x128 2.64 -> 3.24 (the planes;
-// mnv2_dw_56x144 measured 3.77 -> 2.50, but it is the same form). The input gradient and
-// filter gradient, and the forward with a multiplier, keep the planes and the transposes.
-constexpr int64_t kMaxBlockWidth = 28;
+// Whether op `op` in `format` runs in channel blocks (ForwardInChannelBlocks,
+// DwBackpropFilterChannelBlocks): multiplier 1 in NCHW on rows of at most kMaxBlockWidth
+// columns, the gradients at stride 1 only. The rest keep the plane kernels and the row
+// transposes. One pinned core, float32, best of 5-8 alternated rounds of one binary, the
+// blocks against what ran before (planes at stride 1 on 14 columns and more, else transposes),
+// in ms:
+//   forward         mnv1_dw13_7x1024 0.71 -> 0.43, mnv2_dw_14x384 1.06 -> 0.58, mnv2_dw_28x192
+//                   1.15 -> 0.91, dw_5x5_28x240 2.84 -> 1.87, mnv1_dw4_56x128 2.81 -> 2.19,
+//                   mnv2_dw_112x96_s2 7.7 -> 4.0;
+//   input gradient  mnv1_dw13 0.60 -> 0.40, mnv2_dw_14x576 1.66 -> 0.87, mnv1_dw6_28x256 1.74
+//                   -> 1.22, dw_5x5 3.00 -> 1.66, mnv1_dw4 2.66 -> 2.22, mnv2_dw_56x144 3.02 ->
+//                   2.47;
+//   filter gradient mnv1_dw13 0.69 -> 0.27, mnv1_dw8_14x512 1.77 -> 0.61, mnv1_dw6 2.55 -> 1.10,
+//                   dw_5x5 3.03 -> 2.42, mnv1_dw4 3.19 -> 2.15, mnv2_dw_56x144 3.81 -> 2.50.
+// Slower, so not taken: 112-column rows at stride 1 (mnv1_dw1_112x32: forward 2.4 -> 2.5,
+// input gradient 2.35 -> 2.60, filter gradient 2.51 -> 3.91, its 32 channels one block for one
+// thread) and the strided filter gradients (mnv1_dw2_112x64_s2 2.65 -> 4.61: no sweep there).
+constexpr int64_t kMaxBlockWidth = 56;
 bool UsesChannelBlocks(const ConvGeometry& g, DataFormat format, ConvOp op) {
-  return format == DataFormat::kNCHW && op == ConvOp::kForward && g.multiplier == 1 &&
-         (g.out_w <= kMaxBlockWidth || g.stride_w > 1);
+  if (format != DataFormat::kNCHW || g.multiplier != 1) return false;
+  const bool stride1 = g.stride_h == 1 && g.stride_w == 1;
+  switch (op) {
+    case ConvOp::kForward:
+      return g.out_w <= kMaxBlockWidth;
+    case ConvOp::kBackpropInput:
+      return stride1 && g.in_w <= kMaxBlockWidth;
+    case ConvOp::kBackpropFilter:
+      return stride1 && g.out_w <= kMaxBlockWidth;
+  }
+  return false;
 }
 
 // Every operand a row at a time (the filter gradient's sweep and the strided input gradient's
@@ -1005,7 +1020,11 @@ bool UsesChannelBlocks(const ConvGeometry& g, DataFormat format, ConvOp op) {
 template <typename T>
 RowConverted DepthwiseKernels<T>::ConvertsRows(const ConvState& s) {
   const ConvGeometry& g = s.geometry;
-  if (UsesChannelBlocks(g, s.attrs.format, s.op)) return {.input = true, .result = true};
+  if (UsesChannelBlocks(g, s.attrs.format, s.op)) {
+    return {.input = s.op != ConvOp::kBackpropInput,
+            .out_backprop = s.op != ConvOp::kForward,
+            .result = true};
+  }
   // The plane kernels (depthwise_planes.h) read and write the op's NCHW tensors.
   if (UsesPlanes(g, s.attrs.format, s.op, sizeof(ComputeT<T>))) {
     return {.input = s.op != ConvOp::kBackpropInput,
@@ -1047,71 +1066,83 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   });
 }
 
-// The NCHW forward of multiplier 1, a block of G channels (two vectors) of one image at a time:
-// the NHWC kernels' form without transposing whole rows of every channel. A work item (image,
-// block) goes down its planes in bands of rows: it transposes the band's input rows of the G
-// planes into NHWC rows of G channels (GatherRows), runs the NHWC row kernel over them into
-// NHWC result rows, and transposes those back into the G output planes (ScatterRows). A band
-// of input and result rows takes about kBandBytes: with bands of 32 or 64 KB the transposes of
-// few rows cost more (mnv1_dw1_112x32 3.5-4.0 ms against 2.5), with 256 KB the layers of 56
-// and 112 columns slowed by 5-15% (out of L2 beside the other hyperthread's data). Each thread
-// takes whole items; a block's filter is copied out once per item.
+// The forward of geometry f (multiplier 1) on NCHW operands, a block of G channels (two vectors)
+// of one image at a time: the NHWC kernels' form without transposing whole rows of every
+// channel. x: [batch, C, f.in_h, f.in_w] of T, w: [taps, C] of the compute type, y: [batch, C,
+// f.out_h, f.out_w] of T. A work item (image, block) goes down its planes in bands of rows: it
+// transposes the band's input rows of the G planes into NHWC rows of G channels (GatherRows),
+// runs the NHWC row kernel over them into NHWC result rows, and transposes those back into the
+// G result planes (ScatterRows). A band of input and result rows takes about kBandBytes: with
+// bands of 32 or 64 KB the transposes of few rows cost more (mnv1_dw1_112x32 3.5-4.0 ms
+// against 2.5), with 256 KB the layers of 56 and 112 columns slowed by 5-15% (out of L2 beside
+// the other hyperthread's data). Each thread takes whole items; a block's filter is copied out
+// once per item.
 template <typename T>
-void DwForwardChannelBlocks(const KernelArgs<T>& args, const KernelContext& ctx) {
+void ForwardInChannelBlocks(const ConvGeometry& f, const T* x, const ComputeT<T>* w, T* y,
+                            const KernelContext& ctx) {
   using C = ComputeT<T>;
   constexpr int64_t G = int64_t{128} / static_cast<int64_t>(sizeof(C));  // two vectors
-  const ConvGeometry& g = args.g;
-  const int64_t ch = g.in_depth, blocks = (ch + G - 1) / G, items = g.batch * blocks;
-  const int64_t item_cost = G * g.out_h * g.out_w * g.filter_h * g.filter_w;
+  const int64_t ch = f.in_depth, blocks = (ch + G - 1) / G, items = f.batch * blocks;
+  const int64_t item_cost = G * f.out_h * f.out_w * f.filter_h * f.filter_w;
   const int nt = static_cast<int>(
       std::clamp<int64_t>(items, 1, ThreadsFor(ctx.num_threads, items * item_cost, 1 << 15)));
   constexpr int64_t kBandBytes = int64_t{128} << 10;
-  const int64_t row_bytes = (g.in_w * g.stride_h + g.out_w) * G * static_cast<int64_t>(sizeof(C));
-  const int64_t band = std::clamp<int64_t>(kBandBytes / row_bytes, 1, g.out_h);
+  const int64_t row_bytes = (f.in_w * f.stride_h + f.out_w) * G * static_cast<int64_t>(sizeof(C));
+  const int64_t band = std::clamp<int64_t>(kBandBytes / row_bytes, 1, f.out_h);
   const int64_t band_in =
-      std::min(g.in_h, (band - 1) * g.stride_h + (g.filter_h - 1) * g.dilation_h + 1);
-  PerThread<C> xin(nt, band_in * g.in_w * G), yout(nt, band * g.out_w * G);
-  PerThread<C> wb(nt, g.filter_h * g.filter_w * G);
-  PerThread<const C*> rows(nt, g.filter_h);
+      std::min(f.in_h, (band - 1) * f.stride_h + (f.filter_h - 1) * f.dilation_h + 1);
+  PerThread<C> xin(nt, band_in * f.in_w * G), yout(nt, band * f.out_w * G);
+  PerThread<C> wb(nt, f.filter_h * f.filter_w * G);
+  PerThread<const C*> rows(nt, f.filter_h);
   const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
   const DwRowsFn<C> row = DwForwardRow(C{});
-  const int64_t taps = g.filter_h * g.filter_w;
+  const int64_t taps = f.filter_h * f.filter_w;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t item = 0; item < items; ++item) {
     if (ctx.cancelled()) continue;
     const int t = omp_get_thread_num();
     const int64_t b = item / blocks, c0 = item % blocks * G, gs = std::min(G, ch - c0);
-    ConvGeometry e = g;
+    ConvGeometry e = f;
     e.batch = 1;
     e.in_depth = e.out_depth = e.filter_in_depth = e.groups = gs;
     for (int64_t k = 0; k < taps; ++k)
-      for (int64_t c = 0; c < gs; ++c) wb[t][k * gs + c] = args.w[k * ch + c0 + c];
-    const T* xb = args.x_t + (b * ch + c0) * g.in_h * g.in_w;
-    T* yb = args.result_t + (b * ch + c0) * g.out_h * g.out_w;
+      for (int64_t c = 0; c < gs; ++c) wb[t][k * gs + c] = w[k * ch + c0 + c];
+    const T* xb = x + (b * ch + c0) * f.in_h * f.in_w;
+    T* yb = y + (b * ch + c0) * f.out_h * f.out_w;
     const C** xr = rows[t];
-    for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += band) {
-      const int64_t oh1 = std::min(g.out_h, oh0 + band);
+    for (int64_t oh0 = 0; oh0 < f.out_h; oh0 += band) {
+      const int64_t oh1 = std::min(f.out_h, oh0 + band);
       // The input rows the band reads, [lo, hi), inside the input.
-      const int64_t lo = std::max<int64_t>(0, g.input_row(oh0, 0));
-      const int64_t hi = std::min(g.in_h, g.input_row(oh1 - 1, g.filter_h - 1) + 1);
+      const int64_t lo = std::max<int64_t>(0, f.input_row(oh0, 0));
+      const int64_t hi = std::min(f.in_h, f.input_row(oh1 - 1, f.filter_h - 1) + 1);
       if (hi > lo)
-        GatherRows(xb, DataFormat::kNCHW, g.in_h, g.in_w, gs, 0, lo, hi - lo, xin[t], gs);
+        GatherRows(xb, DataFormat::kNCHW, f.in_h, f.in_w, gs, 0, lo, hi - lo, xin[t], gs);
       for (int64_t oh = oh0; oh < oh1; ++oh) {
-        for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-          const int64_t ih = g.input_row(oh, kh);
-          xr[kh] = ih >= 0 && ih < g.in_h ? xin[t] + (ih - lo) * g.in_w * gs : nullptr;
+        for (int64_t kh = 0; kh < f.filter_h; ++kh) {
+          const int64_t ih = f.input_row(oh, kh);
+          xr[kh] = ih >= 0 && ih < f.in_h ? xin[t] + (ih - lo) * f.in_w * gs : nullptr;
         }
-        row(e, xr, wb[t], yout[t] + (oh - oh0) * g.out_w * gs, zeros.data());
+        row(e, xr, wb[t], yout[t] + (oh - oh0) * f.out_w * gs, zeros.data());
       }
-      ScatterRows(yout[t], yb, DataFormat::kNCHW, g.out_h, g.out_w, gs, 0, oh0, oh1 - oh0);
+      ScatterRows(yout[t], yb, DataFormat::kNCHW, f.out_h, f.out_w, gs, 0, oh0, oh1 - oh0);
     }
   }
+}
+
+// The filter flipped in both spatial axes: wf[k, c] = w[taps - 1 - k, c] for the stride-1 input
+// gradient, the forward of dy by it (TurnedForward).
+template <typename C>
+WorkBuffer<C> FlippedFilter(const C* w, int64_t taps, int64_t ch) {
+  WorkBuffer<C> wf(static_cast<size_t>(taps * ch));
+  for (int64_t k = 0; k < taps; ++k)
+    std::copy(w + (taps - 1 - k) * ch, w + (taps - k) * ch, wf.begin() + k * ch);
+  return wf;
 }
 
 template <typename T>
 void DepthwiseKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
   if (UsesChannelBlocks(args.g, args.format, ConvOp::kForward))
-    return DwForwardChannelBlocks(args, ctx);
+    return ForwardInChannelBlocks(args.g, args.x_t, args.w, args.result_t, ctx);
   if (UsesPlanes(args.g, args.format, ConvOp::kForward, sizeof(ComputeT<T>)))
     return DwForwardPlanes(args, ctx);
   if (args.x_t != nullptr) return DwForward(args, args.x_t, args.format, ctx);
@@ -1147,9 +1178,7 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
   const ConvGeometry e = Expanded(g);
   const ConvGeometry f = TurnedForward(e);
   const int64_t ch = e.out_depth, taps = g.filter_h * g.filter_w, mult = g.multiplier;
-  WorkBuffer<C> wf(static_cast<size_t>(taps * ch));
-  for (int64_t k = 0; k < taps; ++k)
-    std::copy(args.w + (taps - 1 - k) * ch, args.w + (taps - k) * ch, wf.begin() + k * ch);
+  const WorkBuffer<C> wf = FlippedFilter(args.w, taps, ch);
   const WorkBuffer<C> zeros(static_cast<size_t>(ch), C{0});
   const int64_t rows = g.batch * g.in_h, row_size = g.in_w * g.in_depth;
   const int64_t row_cost = g.in_w * taps * ch;
@@ -1238,6 +1267,12 @@ void DwBackpropInputStrided(const KernelArgs<T>& args, const S* dy, DataFormat f
 template <typename T>
 void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   const ConvGeometry& g = args.g;
+  if (UsesChannelBlocks(g, args.format, ConvOp::kBackpropInput)) {
+    const int64_t taps = g.filter_h * g.filter_w;
+    return ForwardInChannelBlocks(TurnedForward(g), args.dy_t,
+                                  FlippedFilter(args.w, taps, g.out_depth).data(), args.result_t,
+                                  ctx);
+  }
   if (UsesPlanes(g, args.format, ConvOp::kBackpropInput, sizeof(ComputeT<T>)))
     return DwBackpropInputPlanes(args, ctx);
   const bool stride1 = g.stride_h == 1 && g.stride_w == 1;
@@ -1386,8 +1421,69 @@ void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, DataFo
   });
 }
 
+// The NCHW filter gradient of multiplier 1, a block of G channels (two vectors) at a time: each
+// thread takes whole blocks and, image by image, transposes the block's input and out_backprop
+// planes into NHWC images of G channels (GatherRows) and adds their filter gradient into the
+// block's sums (the 3x3 sweep where UseSweep says so, else the row kernel), which it then
+// stores into dw. A block's sums are added in one order by one thread: the bits do not depend
+// on the thread count.
+template <typename T>
+void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContext& ctx) {
+  using C = ComputeT<T>;
+  constexpr int64_t L = 64 / static_cast<int64_t>(sizeof(C)), G = 2 * L;
+  const ConvGeometry& g = args.g;
+  const int64_t ch = g.in_depth, blocks = (ch + G - 1) / G, taps = g.filter_h * g.filter_w;
+  const int64_t block_cost = G * g.batch * g.out_h * g.out_w * taps;
+  const int nt = static_cast<int>(
+      std::clamp<int64_t>(blocks, 1, ThreadsFor(ctx.num_threads, blocks * block_cost, 1 << 15)));
+  PerThread<C> xin(nt, g.in_h * g.in_w * G), dyin(nt, g.out_h * g.out_w * G);
+  PerThread<C> acc(nt, taps * G);
+  PerThread<const C*> rows(nt, g.filter_h);
+  const bool use_sweep = UseSweep(g);
+  const DwSweepFn<C> sweep = DwSweep(C{});
+  const DwRowsFn<C> row = DwBackpropFilterRow(C{});
+  T* dw = args.filter_grad->template data<T>();
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    if (ctx.cancelled()) continue;
+    const int t = omp_get_thread_num();
+    const int64_t c0 = blk * G, gs = std::min(G, ch - c0);
+    ConvGeometry e = g;
+    e.batch = 1;
+    e.in_depth = e.out_depth = e.filter_in_depth = e.groups = gs;
+    C* sums = acc[t];
+    std::fill_n(sums, taps * gs, C{0});
+    for (int64_t n = 0; n < g.batch; ++n) {
+      GatherRows(args.x_t + (n * ch + c0) * g.in_h * g.in_w, DataFormat::kNCHW, g.in_h, g.in_w, gs,
+                 0, 0, g.in_h, xin[t], gs);
+      GatherRows(args.dy_t + (n * ch + c0) * g.out_h * g.out_w, DataFormat::kNCHW, g.out_h, g.out_w,
+                 gs, 0, 0, g.out_h, dyin[t], gs);
+      if (use_sweep) {
+        // The sweep's channel blocks: 2L, L, then the rest (under L).
+        for (int64_t s0 = 0; s0 < gs;) {
+          const int64_t width = gs - s0 >= G ? G : gs - s0 >= L ? L : gs - s0;
+          sweep(e, xin[t], dyin[t], 0, g.out_h, s0, width, sums, nullptr, false);
+          s0 += width;
+        }
+        continue;
+      }
+      const C** xr = rows[t];
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+          const int64_t ih = g.input_row(oh, kh);
+          xr[kh] = ih >= 0 && ih < g.in_h ? xin[t] + ih * g.in_w * gs : nullptr;
+        }
+        row(e, xr, dyin[t] + oh * g.out_w * gs, sums, nullptr);
+      }
+    }
+    for (int64_t k = 0; k < taps; ++k) ConvertRun(sums + k * gs, dw + k * ch + c0, gs);
+  }
+}
+
 template <typename T>
 void DepthwiseKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
+  if (UsesChannelBlocks(args.g, args.format, ConvOp::kBackpropFilter))
+    return DwBackpropFilterChannelBlocks(args, ctx);
   if (UsesPlanes(args.g, args.format, ConvOp::kBackpropFilter, sizeof(ComputeT<T>)))
     return DwBackpropFilterPlanes(args, ctx);
   if (args.x_t != nullptr) return DwBackpropFilter(args, args.x_t, args.dy_t, args.format, ctx);

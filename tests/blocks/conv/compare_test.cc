@@ -199,12 +199,13 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // column dilation 2 and explicit padding, a 5 x 5 filter at row dilation 2.
       {"NCHW", "EXPLICIT", 7, 20, 6, 1, 1, 3, 2, 1, 1, 2},
       {"NCHW", "SAME", 6, 40, 3, 1, 1, 1, 1, 1, 2, 1, 5},
-      // The multiplier-1 NCHW depthwise forward in channel blocks, down the planes in bands of
-      // rows that fit its 128 KB: 19 rows a band on 26 columns (bands of 19, 19 and 2, the last
-      // reading the padding below), and 4 on 100 columns at stride 2 with row dilation 2 and
-      // explicit padding (the first band starting in the padding above); a block of 32 channels
-      // (16 in float64) and a partial one.
-      {"NCHW", "SAME", 40, 26, 40, 1, 16, 1, 1, 1, 1, 1, 3, false},
+      // The multiplier-1 NCHW depthwise ops in channel blocks: the forward down the planes in
+      // bands of rows that fit its 128 KB, 19 rows a band on 26 columns (bands of 19, 19 and 2,
+      // the last reading the padding below), and 4 on 100 columns at stride 2 with row dilation
+      // 2 and explicit padding (the first band starting in the padding above); 56 channels, a
+      // block of 32 (16 in float64) and a partial one of 24 (8), which the filter gradient's
+      // 3x3 sweep takes as 16 and 8.
+      {"NCHW", "SAME", 40, 26, 56, 1, 16, 1, 1, 1, 1, 1, 3, false},
       {"NCHW", "EXPLICIT", 17, 100, 36, 1, 16, 1, 2, 2, 2, 1, 3, false},
       // No output rows (VALID, 2 rows under a 3-row filter) on 18 output columns: an empty
       // out_backprop, which RunConv answers with zeros before any kernel (the depthwise filter
