@@ -982,8 +982,9 @@ DwRowsFn<C> ForwardRowFor(int64_t elements) {
 BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 
 // Whether op `op` in `format` runs in channel blocks (ForwardInChannelBlocks,
-// DwBackpropFilterChannelBlocks): multiplier 1 in NCHW on rows of at most kMaxBlockWidth
-// columns, the gradients at stride 1 only. The rest keep the plane kernels and the row
+// DwBackpropInputStridedChannelBlocks, DwBackpropFilterChannelBlocks): multiplier 1 in NCHW on
+// rows of at most kMaxBlockWidth columns, the filter gradient at stride 1 only, the strided
+// input gradient on rows of any width. The rest keep the plane kernels and the row
 // transposes. One pinned core, float32, best of 5-8 alternated rounds of one binary, the
 // blocks against what ran before (planes at stride 1 on 14 columns and more, else transposes),
 // in ms:
@@ -992,7 +993,8 @@ BF_CONV_OPTIMIZED_KERNEL_SET(DepthwiseKernels);
 //                   mnv2_dw_112x96_s2 7.7 -> 4.0;
 //   input gradient  mnv1_dw13 0.60 -> 0.40, mnv2_dw_14x576 1.66 -> 0.87, mnv1_dw6_28x256 1.74
 //                   -> 1.22, dw_5x5 3.00 -> 1.66, mnv1_dw4 2.66 -> 2.22, mnv2_dw_56x144 3.02 ->
-//                   2.47;
+//                   2.47, strided mnv1_dw2_112x64_s2 4.51 -> 3.27, mnv2_dw_112x96_s2 7.01 ->
+//                   5.15;
 //   filter gradient mnv1_dw13 0.69 -> 0.27, mnv1_dw8_14x512 1.77 -> 0.61, mnv1_dw6 2.55 -> 1.10,
 //                   dw_5x5 3.03 -> 2.42, mnv1_dw4 3.19 -> 2.15, mnv2_dw_56x144 3.81 -> 2.50.
 // Slower, so not taken: 112-column rows at stride 1 (mnv1_dw1_112x32: forward 2.4 -> 2.5,
@@ -1006,7 +1008,7 @@ bool UsesChannelBlocks(const ConvGeometry& g, DataFormat format, ConvOp op) {
     case ConvOp::kForward:
       return g.out_w <= kMaxBlockWidth;
     case ConvOp::kBackpropInput:
-      return stride1 && g.in_w <= kMaxBlockWidth;
+      return !stride1 || g.in_w <= kMaxBlockWidth;
     case ConvOp::kBackpropFilter:
       return stride1 && g.out_w <= kMaxBlockWidth;
   }
@@ -1264,10 +1266,56 @@ void DwBackpropInputStrided(const KernelArgs<T>& args, const S* dy, DataFormat f
   });
 }
 
+// The strided NCHW input gradient of multiplier 1, a block of G channels (two vectors) of one
+// image at a time: the block's out_backprop planes transposed into an NHWC image of G channels
+// (GatherRows), the NHWC row kernel's input-gradient rows computed from it in bands of about
+// kBandBytes, each band transposed back into the block's G planes of dx (ScatterRows).
+template <typename T>
+void DwBackpropInputStridedChannelBlocks(const KernelArgs<T>& args, const KernelContext& ctx) {
+  using C = ComputeT<T>;
+  constexpr int64_t G = int64_t{128} / static_cast<int64_t>(sizeof(C));  // two vectors
+  const ConvGeometry& g = args.g;
+  const int64_t ch = g.in_depth, blocks = (ch + G - 1) / G, items = g.batch * blocks;
+  const int64_t taps = g.filter_h * g.filter_w;
+  const int64_t item_cost = G * g.out_h * g.out_w * taps;
+  const int nt = static_cast<int>(
+      std::clamp<int64_t>(items, 1, ThreadsFor(ctx.num_threads, items * item_cost, 1 << 15)));
+  constexpr int64_t kBandBytes = int64_t{128} << 10;
+  const int64_t band =
+      std::clamp<int64_t>(kBandBytes / (g.in_w * G * static_cast<int64_t>(sizeof(C))), 1, g.in_h);
+  PerThread<C> dyin(nt, g.out_h * g.out_w * G), dxout(nt, band * g.in_w * G);
+  PerThread<C> wb(nt, taps * G);
+  PerThread<IntPair> scratch(nt, ScratchPairs(g));
+  const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
+  const RowFn<C> row = DwBackpropInputRow(C{});
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t item = 0; item < items; ++item) {
+    if (ctx.cancelled()) continue;
+    const int t = omp_get_thread_num();
+    const int64_t b = item / blocks, c0 = item % blocks * G, gs = std::min(G, ch - c0);
+    ConvGeometry e = g;
+    e.batch = 1;
+    e.in_depth = e.out_depth = e.filter_in_depth = e.groups = gs;
+    for (int64_t k = 0; k < taps; ++k)
+      for (int64_t c = 0; c < gs; ++c) wb[t][k * gs + c] = args.w[k * ch + c0 + c];
+    GatherRows(args.dy_t + (b * ch + c0) * g.out_h * g.out_w, DataFormat::kNCHW, g.out_h, g.out_w,
+               gs, 0, 0, g.out_h, dyin[t], gs);
+    T* dxb = args.result_t + (b * ch + c0) * g.in_h * g.in_w;
+    for (int64_t ih0 = 0; ih0 < g.in_h; ih0 += band) {
+      const int64_t ih1 = std::min(g.in_h, ih0 + band);
+      for (int64_t ih = ih0; ih < ih1; ++ih)
+        row(e, wb[t], dyin[t], dxout[t] + (ih - ih0) * g.in_w * gs, 0, ih, zeros.data(),
+            scratch[t]);
+      ScatterRows(dxout[t], dxb, DataFormat::kNCHW, g.in_h, g.in_w, gs, 0, ih0, ih1 - ih0);
+    }
+  }
+}
+
 template <typename T>
 void DepthwiseKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   const ConvGeometry& g = args.g;
   if (UsesChannelBlocks(g, args.format, ConvOp::kBackpropInput)) {
+    if (g.stride_h != 1 || g.stride_w != 1) return DwBackpropInputStridedChannelBlocks(args, ctx);
     const int64_t taps = g.filter_h * g.filter_w;
     return ForwardInChannelBlocks(TurnedForward(g), args.dy_t,
                                   FlippedFilter(args.w, taps, g.out_depth).data(), args.result_t,

@@ -202,7 +202,8 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // The multiplier-1 NCHW depthwise ops in channel blocks: the forward down the planes in
       // bands of rows that fit its 128 KB, 19 rows a band on 26 columns (bands of 19, 19 and 2,
       // the last reading the padding below), and 4 on 100 columns at stride 2 with row dilation
-      // 2 and explicit padding (the first band starting in the padding above); 56 channels, a
+      // 2 and explicit padding (the first band starting in the padding above; the strided input
+      // gradient's dx in bands of 10 rows there, 17 rows in two); 56 channels, a
       // block of 32 (16 in float64) and a partial one of 24 (8), which the filter gradient's
       // 3x3 sweep takes as 16 and 8.
       {"NCHW", "SAME", 40, 26, 56, 1, 16, 1, 1, 1, 1, 1, 3, false},
