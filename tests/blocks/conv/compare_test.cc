@@ -207,6 +207,9 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // block of 32 (16 in float64) and a partial one of 24 (8), which the filter gradient's
       // 3x3 sweep takes as 16 and 8.
       {"NCHW", "SAME", 40, 26, 56, 1, 16, 1, 1, 1, 1, 1, 3, false},
+      // Explicit padding of 3 on the right of a 3-wide filter: the stride-1 input gradient's
+      // turned forward has a negative padding there.
+      {"NCHW", "EXPLICIT", 6, 11, 40, 1, 16, 1, 1, 1, 1, 1},
       {"NCHW", "EXPLICIT", 17, 100, 36, 1, 16, 1, 2, 2, 2, 1, 3, false},
       // No output rows (VALID, 2 rows under a 3-row filter) on 18 output columns: an empty
       // out_backprop, which RunConv answers with zeros before any kernel (the depthwise filter
