@@ -1,0 +1,55 @@
+// The NCHW transposes of the convolution kernels (layout.h): TransposeConvert equals the
+// element-by-element transpose, converted, at every ISA (8 x 8 register blocks with AVX2 and
+// AVX-512, single elements for the rest), over sizes that leave every kind of edge: rows and
+// columns that are multiples of 8 and that are not, within one 16 x 64 block and across blocks.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "blocks/conv/isa.h"
+#include "blocks/conv/layout.h"
+#include "core/dtype.h"
+
+namespace blockflow::conv::internal {
+namespace {
+
+// The transpose of an ni x nj matrix of S (row stride ss >= nj) into D (row stride ds >= ni),
+// against the plain loop, element by element; `what` names the case in a failure.
+template <typename S, typename D>
+void CheckTranspose(int64_t ni, int64_t nj, const std::string& what) {
+  const int64_t ss = nj + 3, ds = ni + 5;
+  std::vector<S> s(static_cast<size_t>(ni * ss));
+  for (size_t k = 0; k < s.size(); ++k)
+    s[k] = static_cast<S>(static_cast<float>(k % 1021) * 0.25f - 100.0f);
+  std::vector<D> d(static_cast<size_t>(nj * ds), static_cast<D>(-7.0f)), want = d;
+  for (int64_t i = 0; i < ni; ++i)
+    for (int64_t j = 0; j < nj; ++j)
+      want[j * ds + i] = static_cast<D>(static_cast<float>(s[i * ss + j]));
+  TransposeConvert(s.data(), ss, d.data(), ds, ni, nj);
+  for (size_t k = 0; k < d.size(); ++k) {
+    ASSERT_EQ(static_cast<float>(d[k]), static_cast<float>(want[k]))
+        << what << " " << ni << " x " << nj << " element " << k << " (row " << k / ds << ", column "
+        << k % ds << ")";
+  }
+}
+
+TEST(TransposeConvert, EqualsTheElementLoopAtEveryIsa) {
+  const int64_t sizes[] = {1, 7, 8, 15, 16, 17, 24, 31, 32, 33, 48, 64, 65, 100};
+  for (Isa isa : {Isa::kBase, Isa::kAvx2, Isa::kAvx512}) {
+    SetIsaForTesting(isa);
+    const std::string name = IsaName(ActiveIsa());
+    for (int64_t ni : sizes) {
+      for (int64_t nj : sizes) {
+        CheckTranspose<float, float>(ni, nj, name + " float");
+        CheckTranspose<Half, float>(ni, nj, name + " half to float");
+        CheckTranspose<float, BFloat16>(ni, nj, name + " float to bfloat16");
+      }
+    }
+  }
+  SetIsaForTesting(Isa::kAvx512);
+}
+
+}  // namespace
+}  // namespace blockflow::conv::internal
