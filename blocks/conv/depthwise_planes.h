@@ -20,9 +20,9 @@
 namespace blockflow::conv::internal {
 
 /// Whether the plane kernels take depthwise op `op` in `format` of geometry g (the depthwise
-/// kernel set asks first whether the forward runs in channel blocks, as the multiplier-1 NCHW
-/// forward does on rows of up to 28 columns): NCHW at column stride 1 (a strided row would have
-/// to be gathered element by element), on rows of at least
+/// kernel set asks first whether the op runs in channel blocks, as multiplier-1 NCHW ops on rows
+/// of up to 56 columns do): NCHW at column stride 1 (a strided row would have to be gathered
+/// element by element), on rows of at least
 /// kMinPlaneWidth output columns (7-column rows leave most of a vector's lanes idle, and took
 /// twice as long as the transposes to NHWC). The forward and the input gradient only on planes of
 /// at most kMaxPlaneBytes of the compute type (elem_size bytes a value): on 112 x 112 float
