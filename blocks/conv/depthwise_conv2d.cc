@@ -1025,7 +1025,7 @@ RowConverted DepthwiseKernels<T>::ConvertsRows(const ConvState& s) {
   if (UsesChannelBlocks(g, s.attrs.format, s.op)) {
     return {.input = s.op != ConvOp::kBackpropInput,
             .out_backprop = s.op != ConvOp::kForward,
-            .result = true};
+            .result = s.op != ConvOp::kBackpropFilter};
   }
   // The plane kernels (depthwise_planes.h) read and write the op's NCHW tensors.
   if (UsesPlanes(g, s.attrs.format, s.op, sizeof(ComputeT<T>))) {
@@ -1068,6 +1068,19 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   });
 }
 
+// The multiplier-1 geometry of one image's block of gs channels of g (for the NHWC row kernels
+// on a block's rows), and the block's filter wb[k, c] = w[k, c0 + c] of a [taps, ch] filter.
+inline ConvGeometry BlockGeometry(const ConvGeometry& g, int64_t gs) {
+  ConvGeometry e = g;
+  e.batch = 1;
+  e.in_depth = e.out_depth = e.filter_in_depth = e.groups = gs;
+  return e;
+}
+template <typename C>
+void BlockFilter(const C* w, int64_t taps, int64_t ch, int64_t c0, int64_t gs, C* wb) {
+  for (int64_t k = 0; k < taps; ++k) std::copy_n(w + k * ch + c0, gs, wb + k * gs);
+}
+
 // The forward of geometry f (multiplier 1) on NCHW operands, a block of G channels (two vectors)
 // of one image at a time: the NHWC kernels' form without transposing whole rows of every
 // channel. x: [batch, C, f.in_h, f.in_w] of T, w: [taps, C] of the compute type, y: [batch, C,
@@ -1104,11 +1117,8 @@ void ForwardInChannelBlocks(const ConvGeometry& f, const T* x, const ComputeT<T>
     if (ctx.cancelled()) continue;
     const int t = omp_get_thread_num();
     const int64_t b = item / blocks, c0 = item % blocks * G, gs = std::min(G, ch - c0);
-    ConvGeometry e = f;
-    e.batch = 1;
-    e.in_depth = e.out_depth = e.filter_in_depth = e.groups = gs;
-    for (int64_t k = 0; k < taps; ++k)
-      for (int64_t c = 0; c < gs; ++c) wb[t][k * gs + c] = w[k * ch + c0 + c];
+    const ConvGeometry e = BlockGeometry(f, gs);
+    BlockFilter(w, taps, ch, c0, gs, wb[t]);
     const T* xb = x + (b * ch + c0) * f.in_h * f.in_w;
     T* yb = y + (b * ch + c0) * f.out_h * f.out_w;
     const C** xr = rows[t];
@@ -1293,11 +1303,8 @@ void DwBackpropInputStridedChannelBlocks(const KernelArgs<T>& args, const Kernel
     if (ctx.cancelled()) continue;
     const int t = omp_get_thread_num();
     const int64_t b = item / blocks, c0 = item % blocks * G, gs = std::min(G, ch - c0);
-    ConvGeometry e = g;
-    e.batch = 1;
-    e.in_depth = e.out_depth = e.filter_in_depth = e.groups = gs;
-    for (int64_t k = 0; k < taps; ++k)
-      for (int64_t c = 0; c < gs; ++c) wb[t][k * gs + c] = args.w[k * ch + c0 + c];
+    const ConvGeometry e = BlockGeometry(g, gs);
+    BlockFilter(args.w, taps, ch, c0, gs, wb[t]);
     GatherRows(args.dy_t + (b * ch + c0) * g.out_h * g.out_w, DataFormat::kNCHW, g.out_h, g.out_w,
                gs, 0, 0, g.out_h, dyin[t], gs);
     T* dxb = args.result_t + (b * ch + c0) * g.in_h * g.in_w;
@@ -1501,9 +1508,7 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
     if (ctx.cancelled()) continue;
     const int t = omp_get_thread_num();
     const int64_t c0 = blk * G, gs = std::min(G, ch - c0);
-    ConvGeometry e = g;
-    e.batch = 1;
-    e.in_depth = e.out_depth = e.filter_in_depth = e.groups = gs;
+    const ConvGeometry e = BlockGeometry(g, gs);
     C* sums = acc[t];
     std::fill_n(sums, taps * gs, C{0});
     for (int64_t n = 0; n < g.batch; ++n) {
