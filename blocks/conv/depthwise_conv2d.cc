@@ -1068,8 +1068,12 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   });
 }
 
-// The multiplier-1 geometry of one image's block of gs channels of g (for the NHWC row kernels
-// on a block's rows), and the block's filter wb[k, c] = w[k, c0 + c] of a [taps, ch] filter.
+// The channel blocks' width (two vectors of C), the multiplier-1 geometry of one image's block
+// of gs channels of g (for the NHWC row kernels on a block's rows), the block's filter
+// wb[k, c] = w[k, c0 + c] of a [taps, ch] filter, and the block's input rows that output row oh
+// reads (xr[kh]; null outside the input), from its rows [lo, ...) at `rows`, row_size apart.
+template <typename C>
+inline constexpr int64_t kBlockChannels = int64_t{128} / static_cast<int64_t>(sizeof(C));
 inline ConvGeometry BlockGeometry(const ConvGeometry& g, int64_t gs) {
   ConvGeometry e = g;
   e.batch = 1;
@@ -1079,6 +1083,14 @@ inline ConvGeometry BlockGeometry(const ConvGeometry& g, int64_t gs) {
 template <typename C>
 void BlockFilter(const C* w, int64_t taps, int64_t ch, int64_t c0, int64_t gs, C* wb) {
   for (int64_t k = 0; k < taps; ++k) std::copy_n(w + k * ch + c0, gs, wb + k * gs);
+}
+template <typename C>
+void BlockFilterRows(const ConvGeometry& g, int64_t oh, const C* rows, int64_t lo, int64_t row_size,
+                     const C** xr) {
+  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+    const int64_t ih = g.input_row(oh, kh);
+    xr[kh] = ih >= 0 && ih < g.in_h ? rows + (ih - lo) * row_size : nullptr;
+  }
 }
 
 // The forward of geometry f (multiplier 1) on NCHW operands, a block of G channels (two vectors)
@@ -1096,11 +1108,10 @@ template <typename T>
 void ForwardInChannelBlocks(const ConvGeometry& f, const T* x, const ComputeT<T>* w, T* y,
                             const KernelContext& ctx) {
   using C = ComputeT<T>;
-  constexpr int64_t G = int64_t{128} / static_cast<int64_t>(sizeof(C));  // two vectors
+  constexpr int64_t G = kBlockChannels<C>;
   const int64_t ch = f.in_depth, blocks = (ch + G - 1) / G, items = f.batch * blocks;
   const int64_t item_cost = G * f.out_h * f.out_w * f.filter_h * f.filter_w;
-  const int nt = static_cast<int>(
-      std::clamp<int64_t>(items, 1, ThreadsFor(ctx.num_threads, items * item_cost, 1 << 15)));
+  const int nt = ItemThreads(ctx.num_threads, items, item_cost);
   constexpr int64_t kBandBytes = int64_t{128} << 10;
   const int64_t row_bytes = (f.in_w * f.stride_h + f.out_w) * G * static_cast<int64_t>(sizeof(C));
   const int64_t band = std::clamp<int64_t>(kBandBytes / row_bytes, 1, f.out_h);
@@ -1130,10 +1141,7 @@ void ForwardInChannelBlocks(const ConvGeometry& f, const T* x, const ComputeT<T>
       if (hi > lo)
         GatherRows(xb, DataFormat::kNCHW, f.in_h, f.in_w, gs, 0, lo, hi - lo, xin[t], gs);
       for (int64_t oh = oh0; oh < oh1; ++oh) {
-        for (int64_t kh = 0; kh < f.filter_h; ++kh) {
-          const int64_t ih = f.input_row(oh, kh);
-          xr[kh] = ih >= 0 && ih < f.in_h ? xin[t] + (ih - lo) * f.in_w * gs : nullptr;
-        }
+        BlockFilterRows(f, oh, xin[t], lo, f.in_w * gs, xr);
         row(e, xr, wb[t], yout[t] + (oh - oh0) * f.out_w * gs, zeros.data());
       }
       ScatterRows(yout[t], yb, DataFormat::kNCHW, f.out_h, f.out_w, gs, 0, oh0, oh1 - oh0);
@@ -1283,13 +1291,12 @@ void DwBackpropInputStrided(const KernelArgs<T>& args, const S* dy, DataFormat f
 template <typename T>
 void DwBackpropInputStridedChannelBlocks(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  constexpr int64_t G = int64_t{128} / static_cast<int64_t>(sizeof(C));  // two vectors
+  constexpr int64_t G = kBlockChannels<C>;
   const ConvGeometry& g = args.g;
   const int64_t ch = g.in_depth, blocks = (ch + G - 1) / G, items = g.batch * blocks;
   const int64_t taps = g.filter_h * g.filter_w;
   const int64_t item_cost = G * g.out_h * g.out_w * taps;
-  const int nt = static_cast<int>(
-      std::clamp<int64_t>(items, 1, ThreadsFor(ctx.num_threads, items * item_cost, 1 << 15)));
+  const int nt = ItemThreads(ctx.num_threads, items, item_cost);
   constexpr int64_t kBandBytes = int64_t{128} << 10;
   const int64_t band =
       std::clamp<int64_t>(kBandBytes / (g.in_w * G * static_cast<int64_t>(sizeof(C))), 1, g.in_h);
@@ -1485,12 +1492,11 @@ void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, DataFo
 template <typename T>
 void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
-  constexpr int64_t L = 64 / static_cast<int64_t>(sizeof(C)), G = 2 * L;
+  constexpr int64_t G = kBlockChannels<C>, L = G / 2;
   const ConvGeometry& g = args.g;
   const int64_t ch = g.in_depth, blocks = (ch + G - 1) / G, taps = g.filter_h * g.filter_w;
   const int64_t block_cost = G * g.batch * g.out_h * g.out_w * taps;
-  const int nt = static_cast<int>(
-      std::clamp<int64_t>(blocks, 1, ThreadsFor(ctx.num_threads, blocks * block_cost, 1 << 15)));
+  const int nt = ItemThreads(ctx.num_threads, blocks, block_cost);
   PerThread<C> xin(nt, g.in_h * g.in_w * G), dyin(nt, g.out_h * g.out_w * G);
   PerThread<C> acc(nt, taps * G);
   PerThread<const C*> rows(nt, g.filter_h);
@@ -1529,10 +1535,7 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
       }
       const C** xr = rows[t];
       for (int64_t oh = 0; oh < g.out_h; ++oh) {
-        for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-          const int64_t ih = g.input_row(oh, kh);
-          xr[kh] = ih >= 0 && ih < g.in_h ? xin[t] + ih * g.in_w * gs : nullptr;
-        }
+        BlockFilterRows(g, oh, xin[t], 0, g.in_w * gs, xr);
         row(e, xr, dyin[t] + oh * g.out_w * gs, sums, nullptr);
       }
     }

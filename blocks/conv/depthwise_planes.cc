@@ -237,12 +237,6 @@ BF_DW_PLANE_FNS(double)
 #undef BF_DW_PLANE_FNS
 // NOLINTEND(bugprone-macro-parentheses)
 
-// Threads for `items` planes of `per_item` multiply-adds each: at most one a plane.
-int PlaneThreads(const KernelContext& ctx, int64_t items, int64_t per_item) {
-  const int nt = ThreadsFor(ctx.num_threads, items * per_item, 1 << 15);
-  return static_cast<int>(std::clamp<int64_t>(items, 1, nt));
-}
-
 // src[t] = where tap t reads the phase planes at `planes` (offset included).
 template <typename C>
 void TapSources(const Planes& p, const C* planes, const C** src) {
@@ -259,7 +253,7 @@ void DwForwardPlanes(const KernelArgs<T>& args, const KernelContext& ctx) {
   const Planes p = PlanesOf(g, L, BandRows(g, sizeof(C)));
   const int64_t taps = g.filter_h * g.filter_w, mult = g.multiplier, ch = g.out_depth;
   const int64_t items = g.batch * g.in_depth, n = RoundUp(p.out, L);
-  const int nt = PlaneThreads(ctx, items, mult * g.out_h * p.pw * taps);
+  const int nt = ItemThreads(ctx.num_threads, items, mult * g.out_h * p.pw * taps);
   PerThread<C> phases(nt, p.sh * p.size);
   PerThread<C> out(nt, n);
   PerThread<C> weights(nt, taps);
@@ -297,7 +291,7 @@ void DwBackpropInputPlanes(const KernelArgs<T>& args, const KernelContext& ctx) 
   const int64_t phases = p.sh;
   // dy of each multiplier's plane `reach` zeros in, so that every shifted read stays inside.
   const int64_t grad_size = RoundUp(p.reach + n, L);
-  const int nt = PlaneThreads(ctx, items, mult * n * taps / phases);
+  const int nt = ItemThreads(ctx.num_threads, items, mult * n * taps / phases);
   PerThread<C> grads(nt, mult * grad_size);
   PerThread<C> dx(nt, phases * n);
   PerThread<C> weights(nt, mult * taps);
@@ -357,7 +351,7 @@ void DwBackpropFilterPlanes(const KernelArgs<T>& args, const KernelContext& ctx)
   const int64_t taps = g.filter_h * g.filter_w, mult = g.multiplier, ch = g.out_depth;
   // Each thread takes whole input channels over the batch, so that every filter gradient
   // element is summed by one thread in one order, whatever the number of threads.
-  const int nt = PlaneThreads(ctx, g.in_depth, g.batch * mult * g.out_h * p.pw * taps);
+  const int nt = ItemThreads(ctx.num_threads, g.in_depth, g.batch * mult * g.out_h * p.pw * taps);
   PerThread<C> phases(nt, p.sh * p.size);
   PerThread<C> grad(nt, RoundUp(p.out, L) + L);
   PerThread<const C*> src(nt, taps);

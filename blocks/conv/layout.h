@@ -126,6 +126,13 @@ inline int ThreadsFor(int num_threads, int64_t work_items, int64_t min_items_per
   return static_cast<int>(std::clamp<int64_t>(t, 1, std::max(1, num_threads)));
 }
 
+/// Threads for `items` whole work items of `per_item` multiply-adds each: ThreadsFor's rule, and
+/// at most one thread an item.
+inline int ItemThreads(int num_threads, int64_t items, int64_t per_item) {
+  const int nt = ThreadsFor(num_threads, items * per_item, 1 << 15);
+  return static_cast<int>(std::clamp<int64_t>(items, 1, nt));
+}
+
 /// Element offset in a rank-4 activation tensor of `format` (reference kernels).
 inline int64_t ActIndex(DataFormat format, int64_t h_size, int64_t w_size, int64_t c_size,
                         int64_t n, int64_t y, int64_t x, int64_t c) {
