@@ -1483,23 +1483,30 @@ void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, DataFo
   });
 }
 
-// The NCHW filter gradient of multiplier 1, a block of G channels (two vectors) at a time: each
-// thread takes whole blocks and, image by image, transposes the block's input and out_backprop
-// planes into NHWC images of G channels (GatherRows) and adds their filter gradient into the
-// block's sums (the 3x3 sweep where UseSweep says so, else the row kernel), which it then
-// stores into dw. A block's sums are added in one order by one thread: the bits do not depend
-// on the thread count.
+// The NCHW filter gradient of multiplier 1, a block of G channels (two vectors) at a time. A
+// work item is a block and a chunk of the batch (kImageChunks chunks, fewer for a smaller batch):
+// image by image, its thread transposes the block's input and out_backprop planes into NHWC
+// images of G channels (GatherRows) and adds their filter gradient into the item's sums (the 3x3
+// sweep where UseSweep says so, else the row kernel). The items' sums are then added a block at
+// a time, chunk after chunk, into dw. Items and orders are fixed by the geometry: the bits do not
+// depend on the thread count, and two threads share an odd number of blocks evenly (with whole
+// blocks per thread, the 5 blocks of 144 channels went 3 to one thread and 2 to the other).
+constexpr int64_t kImageChunks = 4;
 template <typename T>
 void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
   constexpr int64_t G = kBlockChannels<C>, L = G / 2;
   const ConvGeometry& g = args.g;
   const int64_t ch = g.in_depth, blocks = (ch + G - 1) / G, taps = g.filter_h * g.filter_w;
-  const int64_t block_cost = G * g.batch * g.out_h * g.out_w * taps;
-  const int nt = ItemThreads(ctx.num_threads, blocks, block_cost);
+  const int64_t chunks = std::min(g.batch, kImageChunks), items = blocks * chunks;
+  const int64_t item_cost = G * (g.batch / chunks) * g.out_h * g.out_w * taps;
+  const int nt = ItemThreads(ctx.num_threads, items, item_cost);
   PerThread<C> xin(nt, g.in_h * g.in_w * G), dyin(nt, g.out_h * g.out_w * G);
-  PerThread<C> acc(nt, taps * G);
   PerThread<const C*> rows(nt, g.filter_h);
+  // Each item's sums on cache lines of their own.
+  const int64_t stride = WholeLines<C>(taps * G);
+  Reused<C> partial(kSlotPartialSums);
+  partial->resize(static_cast<size_t>(items * stride));
   const bool use_sweep = UseSweep(g);
   // The sweep sums in registers over the rows it is given: 4 rows at a time into `sums` keep
   // its chains short. An imported 2 x 128 x 56 x 56 layer (values to 304): max error against
@@ -1508,16 +1515,17 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
   constexpr int64_t kSumRows = 4;
   const DwSweepFn<C> sweep = DwSweep(C{});
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
-  T* dw = args.filter_grad->template data<T>();
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
+  for (int64_t item = 0; item < items; ++item) {
     if (ctx.cancelled()) continue;
     const int t = omp_get_thread_num();
+    const int64_t blk = item / chunks, chunk = item % chunks;
     const int64_t c0 = blk * G, gs = std::min(G, ch - c0);
     const ConvGeometry e = BlockGeometry(g, gs);
-    C* sums = acc[t];
+    C* sums = partial.data() + item * stride;
     std::fill_n(sums, taps * gs, C{0});
-    for (int64_t n = 0; n < g.batch; ++n) {
+    const int64_t n1 = (chunk + 1) * g.batch / chunks;
+    for (int64_t n = chunk * g.batch / chunks; n < n1; ++n) {
       GatherRows(args.x_t + (n * ch + c0) * g.in_h * g.in_w, DataFormat::kNCHW, g.in_h, g.in_w, gs,
                  0, 0, g.in_h, xin[t], gs);
       GatherRows(args.dy_t + (n * ch + c0) * g.out_h * g.out_w, DataFormat::kNCHW, g.out_h, g.out_w,
@@ -1538,6 +1546,18 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
         BlockFilterRows(g, oh, xin[t], 0, g.in_w * gs, xr);
         row(e, xr, dyin[t] + oh * g.out_w * gs, sums, nullptr);
       }
+    }
+  }
+  if (ctx.cancelled()) return;
+  T* dw = args.filter_grad->template data<T>();
+  const int adders = ItemThreads(ctx.num_threads, blocks, taps * G * chunks);
+#pragma omp parallel for num_threads(adders) schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t c0 = blk * G, gs = std::min(G, ch - c0), size = taps * gs;
+    C* __restrict sums = partial.data() + blk * chunks * stride;
+    for (int64_t chunk = 1; chunk < chunks; ++chunk) {
+      const C* __restrict theirs = sums + chunk * stride;
+      for (int64_t i = 0; i < size; ++i) sums[i] += theirs[i];
     }
     for (int64_t k = 0; k < taps; ++k) ConvertRun(sums + k * gs, dw + k * ch + c0, gs);
   }
