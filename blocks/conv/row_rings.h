@@ -61,30 +61,37 @@ void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t 
 // the input's own rows: channel-expanded for a depthwise multiplier M > 1 (xe[c*M + m] = x[c]),
 // widened from a 16-bit input S or transposed from NCHW (a row at a time, while it is in cache,
 // instead of the whole input before the kernel; NCHW with M = 1 only), and, for a depthwise
-// layer, with a padded pixel stride when C*M channels are a multiple of 4 KiB. Pixels 4 KiB
-// apart all fall in one set of the 8-way L1 cache, and a 3x3 tile reads ten of them at once
-// (nine taps and the gradient): one more cache line per pixel spreads them over ten sets
-// (mnv1_dw13, 1024 channels: the filter gradient 2x faster). Padding pixels 2 KiB apart as
-// well made the filter gradient of mnv1_dw8_14x512 7% faster on one thread but 20-40% slower
-// on two, and the forward 10% slower (the copy).
+// layer whose rows are copied anyway, with a padded pixel stride when C*M channels are a
+// multiple of 4 KiB. Pixels 4 KiB apart all fall in one set of the L1 cache, and a 3x3 tile
+// reads ten of them at once (nine taps and the gradient): one more cache line per pixel spreads
+// them over ten sets (mnv1_dw13, 1024 channels, in float16: the filter gradient 0.208 -> 0.186
+// ms, one pinned core). Rows that are the input's own are not copied just to pad them: the
+// copy cost more than the conflicts (mnv1_dw13 in float, one pinned core: the forward 0.182 ->
+// 0.150 ms unpadded, the filter gradient 0.184 -> 0.170; in double, mnv1_dw8_14x512's forward
+// 0.861 -> 0.666). Padding pixels 2 KiB apart made the filter gradient of mnv1_dw8_14x512 7%
+// faster on one thread but 20-40% slower on two, and the forward 10% slower (the copy).
 template <typename S, typename C>
 class ExpandedRows {
  public:
+  /// Whether the rows of x in `format` can be read where they are: NHWC of C, no multiplier.
+  static bool InPlace(const ConvGeometry& g, DataFormat format) {
+    return std::is_same_v<S, C> && format == DataFormat::kNHWC && g.multiplier == 1;
+  }
   /// The pixel stride of the rows Row returns.
-  static int64_t Stride(const ConvGeometry& g) {
-    if (!g.depthwise) return g.in_depth;
+  static int64_t Stride(const ConvGeometry& g, DataFormat format) {
+    if (!g.depthwise || InPlace(g, format)) return g.in_depth;
     const int64_t s = g.in_depth * g.multiplier;
     constexpr int64_t kLine = 64 / sizeof(C);
     return (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 ? s + kLine : s;
   }
-  static bool Copies(const ConvGeometry& g, DataFormat format) {
-    return !std::is_same_v<S, C> || format == DataFormat::kNCHW || Stride(g) != g.in_depth;
-  }
+  static bool Copies(const ConvGeometry& g, DataFormat format) { return !InPlace(g, format); }
   static int64_t Slots(const ConvGeometry& g, DataFormat format) {
     return Copies(g, format) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
   }
-  static int64_t RowSize(const ConvGeometry& g) { return g.in_w * Stride(g); }
-  // x: the input, in `format`; ring: `slots` * RowSize(g) elements (Slots(g), or in_h to hold
+  static int64_t RowSize(const ConvGeometry& g, DataFormat format) {
+    return g.in_w * Stride(g, format);
+  }
+  // x: the input, in `format`; ring: `slots` * RowSize(g, format) elements (Slots, or in_h to hold
   // whole images); keys: `slots` entries set to -1.
   ExpandedRows(const ConvGeometry& g, const S* x, DataFormat format, C* ring, int64_t* keys,
                int64_t slots)
@@ -96,8 +103,8 @@ class ExpandedRows {
     if constexpr (std::is_same_v<S, C>) {
       if (slots_ == 0) return src;
     }
-    const int64_t slot = key % slots_, stride = Stride(g_);
-    C* const row = ring_ + slot * RowSize(g_);
+    const int64_t slot = key % slots_, stride = Stride(g_, format_);
+    C* const row = ring_ + slot * RowSize(g_, format_);
     if (keys_[slot] == key) return row;
     keys_[slot] = key;
     if (format_ == DataFormat::kNCHW || mult == 1) {
@@ -148,11 +155,11 @@ class ExpandedInputRows {
         slots_(whole_images && ExpandedRows<S, C>::Copies(g, format)
                    ? g.in_h
                    : ExpandedRows<S, C>::Slots(g, format)),
-        row_size_(ExpandedRows<S, C>::RowSize(g)),
+        row_size_(ExpandedRows<S, C>::RowSize(g, format)),
         ring_(kSlotInputRows),
         keys_(nt, slots_, -1),
         rows_(nt, g.filter_h) {
-    e_.in_depth = ExpandedRows<S, C>::Stride(g);
+    e_.in_depth = ExpandedRows<S, C>::Stride(g, format);
     // Kept between calls and not cleared (the keys say which rows a slot holds), instead of
     // a fresh ring faulted in and zeroed by the calling thread alone on every call.
     ring_->resize(static_cast<size_t>(nt * slots_ * row_size_));
