@@ -1414,14 +1414,14 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
   constexpr int64_t L = 64 / sizeof(C), kBlock = 2 * L;
-  // Pixels 2 KiB apart (an odd multiple: ExpandedRows pads multiples of 4 KiB), in an input
-  // the sweep could read where it is, fall in two sets of the 8-way L1, and the three output
-  // rows that read an input row each fetch it again from L2: each item first copies its channel
-  // block's input rows into a per-thread buffer of 2L channels a pixel, read there from L1
-  // (mnv1_dw8_14x512, one pinned core: 0.222-0.230 -> 0.208-0.217 ms; the same on two). At
-  // 1 KiB (mnv1_dw6_28x256) the copy cost 20% more than it saved, and at 4 KiB (read in place,
-  // as ExpandedRows no longer pads rows it would only copy to pad) it measured 3% slower than
-  // copied rows with a padded stride did. Every block is then 2L wide (the channels an odd
+  // Pixels an odd multiple of 2 KiB apart, in an input the sweep could read where it is, fall
+  // in two sets of the 8-way L1, and the three output rows that read an input row each fetch it
+  // again from L2: each item first copies its channel block's input rows into a per-thread
+  // buffer of 2L channels a pixel, read there from L1 (mnv1_dw8_14x512, one pinned core:
+  // 0.222-0.230 -> 0.208-0.217 ms; the same on two). At 1 KiB (mnv1_dw6_28x256) the copy cost
+  // 20% more than it saved; at 4 KiB it measured 3% slower than rows copied with a padded
+  // stride once did, and the same as reading them in place (mnv1_dw13_7x1024 0.170 / 0.165 ms),
+  // which is what a 4 KiB stride now does. Every block is then 2L wide (the channels an odd
   // multiple of 512 floats or 256 doubles).
   const bool blocks = std::is_same_v<S, C> && format == DataFormat::kNHWC && g.multiplier == 1 &&
                       g.in_depth * int64_t{sizeof(C)} % 4096 == 2048;
