@@ -1075,14 +1075,17 @@ bool IsPointwise(const ConvGeometry& g) {
 // too, dy[pixels, co] * w^T[co, taps * ci] and col2im: the direct kernel sums each input
 // value's products as dot products over the output channels (BackpropInputDot), and reached
 // 28% of the FMA peak on the stem, where the GEMM's tiles waste the quarter of their columns
-// past the 147 taps and col2im adds each pixel's filter rows as runs. Only where out_backprop
-// is read in place (`dy_in_place`: NHWC float32 or float64): the GEMM converts its A operand
-// whole, and a float16 stem input gradient at batch 32 then peaked at 323 MB resident, where
-// the direct kernel, converting a few images at a time, peaks at 202 MB.
-bool UseGemm(const ConvGeometry& g, ConvOp op, bool dy_in_place) {
+// past the 147 taps and col2im adds each pixel's filter rows as runs. In every dtype and
+// layout: a 16-bit or NCHW out_backprop and input gradient are converted a group of images at
+// a time (GemmKernels::ConvertsRows). Converted whole, a float16 stem input gradient at batch
+// 32 had peaked at 323 MB resident against the direct kernel's 202, so NHWC float32 and
+// float64 alone took the GEMM; in groups, `blockflow run` on two threads peaks at 88 MB against
+// the direct kernel's 77 (float16, batch 32; NCHW float32 148 against 138), and the stem's
+// input gradient takes 7.7 ms instead of 20.8 in float16, 7.8 instead of 18.1 in NCHW float32
+// (one pinned core, best of 3-4 alternated rounds).
+bool UseGemm(const ConvGeometry& g, ConvOp op) {
   if (g.depthwise || g.groups != 1) return false;
-  if (op == ConvOp::kBackpropInput && dy_in_place && g.in_depth < 8 && g.out_depth >= 32)
-    return true;
+  if (op == ConvOp::kBackpropInput && g.in_depth < 8 && g.out_depth >= 32) return true;
   if (g.in_depth < 32 || g.out_depth < 32) return false;
   if (IsPointwise(g)) return true;
   return g.out_h * g.out_w <= 64 && g.in_depth >= 64 && g.out_depth >= 64;
@@ -1135,11 +1138,15 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
 // Widened by the packers instead, a float16 fc6's forward took 4% longer and a 1x1 layer's
 // forward and input gradient 3-8%: the packers read A once per block of B's columns, and an
 // im2col A holds each input up to fh * fw times, where the whole copy widens each value once.
+// The input gradient's col2im path (not 1x1) converts out_backprop and the input gradient a
+// group of images at a time (BackpropInput), not as whole tensors.
 template <typename T>
 RowConverted GemmKernels<T>::ConvertsRows(const ConvState& s) {
   const bool narrow = !std::is_same_v<T, ComputeT<T>>;
-  return {.out_backprop =
-              narrow && s.op == ConvOp::kBackpropFilter && s.attrs.format == DataFormat::kNHWC,
+  const bool col2im = s.op == ConvOp::kBackpropInput && !IsPointwise(s.geometry);
+  return {.out_backprop = col2im || (narrow && s.op == ConvOp::kBackpropFilter &&
+                                     s.attrs.format == DataFormat::kNHWC),
+          .result = col2im,
           .filter = narrow};
 }
 
@@ -1171,13 +1178,14 @@ void GemmKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx
 }
 
 // The input gradient's col2im: adds the column block [j0, j1) of the column rows [r0, r1),
-// held at `col` (`slab` elements per row), into the input pixels their taps read.
+// held at `col` (`slab` elements per row), into the input pixels their taps read, in dx: the
+// input gradient of the images from img0 on.
 template <typename C>
 struct Col2im {
   const ConvGeometry* g;
   C* dx;
   const C* col;
-  int64_t slab, r0, r1;
+  int64_t slab, r0, r1, img0;
 
   // The taps of one filter row read the input row ih; without dilation they read adjacent
   // pixels, and the values of those inside the input go into dx as one run (the stem's 7 taps
@@ -1197,7 +1205,8 @@ struct Col2im {
       for (int64_t kh = j0 / per_row; kh * per_row < j1; ++kh) {
         const int64_t ih = g.input_row(oh, kh);
         if (ih < 0 || ih >= g.in_h) continue;
-        const int64_t pixel0 = ((img * g.in_h + ih) * g.in_w + base) * ci;  // tap 0's (may be < 0)
+        // Tap 0's pixel (its offset may be below 0).
+        const int64_t pixel0 = (((img - s.img0) * g.in_h + ih) * g.in_w + base) * ci;
         const int64_t q0 = std::max(j0, kh * per_row + lo * ci);
         const int64_t q1 = std::min(j1, kh * per_row + hi * ci);
         for (int64_t q = q0; q < q1;) {
@@ -1234,15 +1243,22 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   const int64_t span = pointwise ? 0
                                  : std::max<int64_t>(tile.mr, kColumnBytes / int64_t{sizeof(C)} /
                                                                   slab / tile.mr * tile.mr);
-  const int64_t images = std::max<int64_t>(1, span / std::max<int64_t>(1, pixels));
   // A 1x1 layer's rows are independent: any split. Else at most one thread per image.
   const int wanted = ThreadsFor(ctx.num_threads, g.batch * pixels * n * co, 1 << 18);
   const int nt = pointwise ? wanted : static_cast<int>(std::min<int64_t>(g.batch, wanted));
+  const int64_t images =
+      std::min(std::max<int64_t>(1, span / std::max<int64_t>(1, pixels)), (g.batch + nt - 1) / nt);
+  // A 16-bit or NCHW out_backprop and input gradient (ConvertsRows, not 1x1) go through the
+  // thread's buffers a group of images at a time: dy converted before the group's rows, dx
+  // converted after them. (Converted whole, a float16 stem's input gradient at batch 32 peaked
+  // at 323 MB resident, and the direct kernel took it instead: 28% of the FMA peak.)
+  const int64_t image = g.in_h * g.in_w * ci, out_image = pixels * co;
+  const int64_t dy_room = args.dy_t != nullptr ? WholeLines<C>(images * out_image) : 0;
+  const int64_t dx_room = args.result_t != nullptr ? WholeLines<C>(images * image) : 0;
   Reused<C> work(kSlotGemmWork);
   const int64_t gemm_work = GemmWorkspaceElements(tile, sizeof(C));
-  const int64_t per_thread = gemm_work + span * slab;
+  const int64_t per_thread = gemm_work + WholeLines<C>(span * slab) + dy_room + dx_room;
   work->resize(static_cast<size_t>(nt * per_thread));
-  const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
   // B[co, (tap, ci)] = w[tap, ci, co]: the HWIO filter read along co.
   const MatrixView<C> b = DenseB(args.w_t, args.w, co, true);
 #pragma omp parallel num_threads(nt)
@@ -1251,23 +1267,36 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
     C* ap = work.data() + t * per_thread;
     const int64_t b0 = g.batch * t / nt, b1 = g.batch * (t + 1) / nt;
     if (pointwise) {
+      const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
       const auto [m0, m1] = RowsOf(g.batch * pixels, nt, t, tile.mr);
       GemmRows(a, b, m0, m1, n, co, dx + m0 * ci, ci, ap, tile, ctx);
     } else {
-      const int64_t image = g.in_h * g.in_w * ci;
-      Col2im<C> sc{&g, dx, ap + gemm_work, slab, 0, 0};
+      C* const col = ap + gemm_work;
+      C* const dy_group = col + WholeLines<C>(span * slab);
+      C* const dx_group = dy_group + dy_room;
+      Col2im<C> sc{&g, nullptr, col, slab, 0, 0, 0};
       const ColumnSink sink{&Col2im<C>::Add, &sc};
       for (int64_t img = b0; img < b1 && !ctx.cancelled();) {
-        // Images [img, img + count), zeroed group by group: a run cancelled before it starts
-        // writes nothing.
+        // Images [img, img + count): out_backprop's rows from [img * pixels, ...) at A's row 0,
+        // and their dx, zeroed group by group (a run cancelled before it starts writes nothing).
         const int64_t count = std::min(b1 - img, images);
-        std::fill(dx + img * image, dx + (img + count) * image, C{0});
-        const int64_t end = (img + count) * pixels;
-        for (int64_t r = img * pixels; r < end; r += span) {  // GemmRows polls the flag
+        const C* dy = args.dy != nullptr ? args.dy + img * out_image : dy_group;
+        for (int64_t j = 0; j < count && args.dy == nullptr; ++j)
+          GatherRows(args.dy_t, args.format, g.out_h, g.out_w, co, img + j, 0, g.out_h,
+                     dy_group + j * out_image, co);
+        sc.dx = dx != nullptr ? dx + img * image : dx_group;
+        sc.img0 = img;
+        std::fill(sc.dx, sc.dx + count * image, C{0});
+        const MatrixView<C> a = MatrixView<C>::Dense(dy, co, co, false);
+        const int64_t first = img * pixels, end = (img + count) * pixels;
+        for (int64_t r = first; r < end; r += span) {  // GemmRows polls the flag
           sc.r0 = r;
           sc.r1 = std::min(end, r + span);
-          GemmRows(a, b, sc.r0, sc.r1, n, co, ap + gemm_work, slab, ap, tile, ctx, &sink);
+          GemmRows(a, b, sc.r0 - first, sc.r1 - first, n, co, col, slab, ap, tile, ctx, &sink);
         }
+        for (int64_t j = 0; j < count && dx == nullptr && !ctx.cancelled(); ++j)
+          ScatterRows(dx_group + j * image, args.result_t, args.format, g.in_h, g.in_w, ci, img + j,
+                      0, g.in_h);
         img += count;
       }
     }
@@ -1550,9 +1579,7 @@ void Conv2DKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelCon
 
 Status RunConv2DKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
                         const KernelContext& ctx) {
-  const bool dy_in_place = state.attrs.format == DataFormat::kNHWC &&
-                           (b.dtype() == DType::kFloat32 || b.dtype() == DType::kFloat64);
-  if (UseGemm(state.geometry, state.op, dy_in_place))
+  if (UseGemm(state.geometry, state.op))
     return RunOptimizedKernels<GemmKernels>(state, a, b, out, ctx);
   return RunOptimizedKernels<Conv2DKernels>(state, a, b, out, ctx);
 }

@@ -155,9 +155,10 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // vectors of channels: the dense 7-pixel tiles, a partial one on 13.
       {"NHWC", "SAME", 5, 13, 40, 1, 40, 1, 1, 1, 1, 1},
       {"NHWC", "SAME", 5, 28, 32, 1, 36, 1, 2, 2, 1, 1},
-      // Channel counts (times the multiplier) whose pixels are a multiple of 4 KiB apart: the
-      // depthwise kernels read the input through rows with a padded pixel stride (float32 and
-      // float64 at 1024, float64 at 512).
+      // Channel counts (times the multiplier) whose pixels are a multiple of 4 KiB apart (float32
+      // and float64 at 1024, float64 at 512): the depthwise kernels read the input in place, or,
+      // where they convert its rows anyway (float16, bfloat16, a multiplier), through rows with
+      // a padded pixel stride.
       {"NHWC", "SAME", 4, 5, 1024, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "SAME", 5, 6, 512, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "VALID", 5, 6, 512, 1, 8, 2, 1, 2, 1, 1},
@@ -623,24 +624,6 @@ TEST(EmptyTensors, ZerosOfTheRightShape) {
     ASSERT_TRUE(RunConv(kind, StateOf(1, *r), w, dy, &dx, k).ok());
     for (int64_t i = 0; i < dx.num_elements(); ++i) ASSERT_EQ(dx.GetAsDouble(i), 0.0);
   }
-}
-
-// An NHWC tensor's elements in NCHW order (or back, with to_nchw false).
-Tensor Transposed(const Tensor& t, bool to_nchw) {
-  const Shape& s = t.shape();
-  const int64_t n = s.dim(0);
-  const int64_t h = to_nchw ? s.dim(1) : s.dim(2), w = to_nchw ? s.dim(2) : s.dim(3);
-  const int64_t c = to_nchw ? s.dim(3) : s.dim(1);
-  Tensor out(t.dtype(), to_nchw ? Shape{n, c, h, w} : Shape{n, h, w, c});
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t y = 0; y < h; ++y)
-      for (int64_t x = 0; x < w; ++x)
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const int64_t nhwc = ((b * h + y) * w + x) * c + ch,
-                        nchw = ((b * c + ch) * h + y) * w + x;
-          out.SetFromDouble(to_nchw ? nchw : nhwc, t.GetAsDouble(to_nchw ? nhwc : nchw));
-        }
-  return out;
 }
 
 // NCHW and NHWC are one problem: the optimized Conv2D kernels give the same bits in either

@@ -169,4 +169,22 @@ inline Expected<Tensor> RunOp(KernelKind kind, int op, const Resolved& r, const 
   return out;
 }
 
+/// An NHWC tensor's elements in NCHW order (or back, with to_nchw false).
+inline Tensor Transposed(const Tensor& t, bool to_nchw) {
+  const Shape& s = t.shape();
+  const int64_t n = s.dim(0);
+  const int64_t h = to_nchw ? s.dim(1) : s.dim(2), w = to_nchw ? s.dim(2) : s.dim(3);
+  const int64_t c = to_nchw ? s.dim(3) : s.dim(1);
+  Tensor out(t.dtype(), to_nchw ? Shape{n, c, h, w} : Shape{n, h, w, c});
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const int64_t nhwc = ((b * h + y) * w + x) * c + ch,
+                        nchw = ((b * c + ch) * h + y) * w + x;
+          out.SetFromDouble(to_nchw ? nchw : nhwc, t.GetAsDouble(to_nchw ? nhwc : nchw));
+        }
+  return out;
+}
+
 }  // namespace blockflow::conv::testing

@@ -254,5 +254,51 @@ TEST(WorkBuffers, GemmWidensSixteenBitOperandsAsItPacksThem) {
   EXPECT_EQ(checked, 24);
 }
 
+// The GEMM input gradient of a layer of few input channels (the stem's: dy * w^T and col2im)
+// converts a 16-bit or NCHW out_backprop and input gradient a group of images at a time in the
+// thread's GEMM buffer: no whole float copy of either (the Operands slots stay empty), and the
+// result is the float32 NHWC one, bit for bit (16-bit: of the widened operands, rounded once;
+// NCHW: transposed). Batches of 3 on 1 and 2 threads (groups of 3, then of 1 and 2 images).
+TEST(WorkBuffers, GemmInputGradientConvertsImagesInGroups) {
+  Problem p;  // the stem's 7 x 7 filter at stride 2, 3 -> 64 channels
+  p.n = 3;
+  p.h = 19;
+  p.w = 22;
+  p.c = 3;
+  p.cog = 64;
+  p.fh = p.fw = 7;
+  p.sh = p.sw = 2;
+  p.padding = "SAME";
+  Problem q = p;
+  q.format = "NCHW";
+  Expected<Resolved> rp = Resolve(p), rq = Resolve(q);
+  ASSERT_TRUE(rp.ok() && rq.ok()) << p.ToString();
+  std::mt19937_64 rng(23);
+  const Tensor w = RandomTensor(DType::kFloat32, p.FilterShape(), rng, 64);
+  const Tensor dy = RandomTensor(DType::kFloat32, OutputShape(rp->attrs, rp->geometry), rng, 64);
+  int checked = 0;
+  for (int threads : {1, 2}) {
+    Expected<Tensor> want = RunOp(KernelKind::kOptimized, 1, *rp, Tensor(), w, dy, threads);
+    ASSERT_TRUE(want.ok()) << want.status().message();
+    for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
+      const bool nchw = dtype == DType::kFloat32;
+      const std::string what = std::string(DTypeName(dtype)) + (nchw ? " NCHW" : " NHWC") +
+                               " threads " + std::to_string(threads);
+      DropSlot(internal::kSlotOutBackprop);
+      DropSlot(internal::kSlotResult);
+      const Tensor dy_op = nchw ? Transposed(dy, true) : dy.CastTo(dtype);
+      Expected<Tensor> out = RunOp(KernelKind::kOptimized, 1, nchw ? *rq : *rp, Tensor(),
+                                   nchw ? w : w.CastTo(dtype), dy_op, threads);
+      ASSERT_TRUE(out.ok()) << what << ": " << out.status().message();
+      EXPECT_EQ(SlotCapacity(internal::kSlotOutBackprop), 0u) << what;
+      EXPECT_EQ(SlotCapacity(internal::kSlotResult), 0u) << what;
+      const Tensor expected = nchw ? Transposed(*want, true) : want->CastTo(dtype);
+      EXPECT_TRUE(out->BitwiseEquals(expected)) << what;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 6);
+}
+
 }  // namespace
 }  // namespace blockflow::conv::testing
