@@ -1249,9 +1249,8 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   const int64_t images =
       std::min(std::max<int64_t>(1, span / std::max<int64_t>(1, pixels)), (g.batch + nt - 1) / nt);
   // A 16-bit or NCHW out_backprop and input gradient (ConvertsRows, not 1x1) go through the
-  // thread's buffers a group of images at a time: dy converted before the group's rows, dx
-  // converted after them. (Converted whole, a float16 stem's input gradient at batch 32 peaked
-  // at 323 MB resident, and the direct kernel took it instead: 28% of the FMA peak.)
+  // thread's buffers a group of images at a time (UseGemm says why): dy converted before the
+  // group's rows, dx converted after them.
   const int64_t image = g.in_h * g.in_w * ci, out_image = pixels * co;
   const int64_t dy_room = args.dy_t != nullptr ? WholeLines<C>(images * out_image) : 0;
   const int64_t dx_room = args.result_t != nullptr ? WholeLines<C>(images * image) : 0;
