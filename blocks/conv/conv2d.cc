@@ -1250,7 +1250,8 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
       std::min(std::max<int64_t>(1, span / std::max<int64_t>(1, pixels)), (g.batch + nt - 1) / nt);
   // A 16-bit or NCHW out_backprop and input gradient (ConvertsRows, not 1x1) go through the
   // thread's buffers a group of images at a time (UseGemm says why): dy converted before the
-  // group's rows, dx converted after them.
+  // group's rows, dx converted after them. (Not through ActivationChunks: its chunks lie on a
+  // fixed grid of images, where a thread's groups start at its share of the batch.)
   const int64_t image = g.in_h * g.in_w * ci, out_image = pixels * co;
   const int64_t dy_room = args.dy_t != nullptr ? WholeLines<C>(images * out_image) : 0;
   const int64_t dx_room = args.result_t != nullptr ? WholeLines<C>(images * image) : 0;
@@ -1280,9 +1281,11 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
         // and their dx, zeroed group by group (a run cancelled before it starts writes nothing).
         const int64_t count = std::min(b1 - img, images);
         const C* dy = args.dy != nullptr ? args.dy + img * out_image : dy_group;
-        for (int64_t j = 0; j < count && args.dy == nullptr; ++j)
-          GatherRows(args.dy_t, args.format, g.out_h, g.out_w, co, img + j, 0, g.out_h,
-                     dy_group + j * out_image, co);
+        if (args.dy == nullptr) {
+          for (int64_t j = 0; j < count; ++j)
+            GatherRows(args.dy_t, args.format, g.out_h, g.out_w, co, img + j, 0, g.out_h,
+                       dy_group + j * out_image, co);
+        }
         sc.dx = dx != nullptr ? dx + img * image : dx_group;
         sc.img0 = img;
         std::fill(sc.dx, sc.dx + count * image, C{0});
@@ -1293,9 +1296,11 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
           sc.r1 = std::min(end, r + span);
           GemmRows(a, b, sc.r0 - first, sc.r1 - first, n, co, col, slab, ap, tile, ctx, &sink);
         }
-        for (int64_t j = 0; j < count && dx == nullptr && !ctx.cancelled(); ++j)
-          ScatterRows(dx_group + j * image, args.result_t, args.format, g.in_h, g.in_w, ci, img + j,
-                      0, g.in_h);
+        if (dx == nullptr && !ctx.cancelled()) {
+          for (int64_t j = 0; j < count; ++j)
+            ScatterRows(dx_group + j * image, args.result_t, args.format, g.in_h, g.in_w, ci,
+                        img + j, 0, g.in_h);
+        }
         img += count;
       }
     }

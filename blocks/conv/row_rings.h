@@ -73,18 +73,17 @@ void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t 
 template <typename S, typename C>
 class ExpandedRows {
  public:
-  /// Whether the rows of x in `format` can be read where they are: NHWC of C, no multiplier.
-  static bool InPlace(const ConvGeometry& g, DataFormat format) {
-    return std::is_same_v<S, C> && format == DataFormat::kNHWC && g.multiplier == 1;
+  /// Whether rows of x in `format` are copied: unless NHWC of C without a multiplier.
+  static bool Copies(const ConvGeometry& g, DataFormat format) {
+    return !std::is_same_v<S, C> || format != DataFormat::kNHWC || g.multiplier != 1;
   }
   /// The pixel stride of the rows Row returns.
   static int64_t Stride(const ConvGeometry& g, DataFormat format) {
-    if (!g.depthwise || InPlace(g, format)) return g.in_depth;
+    if (!g.depthwise || !Copies(g, format)) return g.in_depth;
     const int64_t s = g.in_depth * g.multiplier;
     constexpr int64_t kLine = 64 / sizeof(C);
     return (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 ? s + kLine : s;
   }
-  static bool Copies(const ConvGeometry& g, DataFormat format) { return !InPlace(g, format); }
   static int64_t Slots(const ConvGeometry& g, DataFormat format) {
     return Copies(g, format) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
   }
