@@ -9,14 +9,14 @@ namespace blockflow {
 namespace {
 
 // shape → r → s → t, a chain of depth 3.
-constexpr const char* kGraph = R"({"format": "blockflow.graph", "version": 1, "nodes": [
+constexpr const char* kLayoutGraph = R"({"format": "blockflow.graph", "version": 1, "nodes": [
   {"id": "shape", "op": "Const", "attrs": {"dtype": "int32", "shape": [2], "value": [2, 2]}},
   {"id": "r", "op": "RandomUniform", "inputs": {"shape": "shape"}},
   {"id": "s", "op": "Add", "inputs": {"x": "r", "y": "r"}},
   {"id": "t", "op": "Identity", "inputs": {"input": "s"}}]})";
 
 TEST(LayoutTest, ColumnsByDepthBelowPlacedNodes) {
-  Graph g = testing::GraphFromJson(kGraph);
+  Graph g = testing::GraphFromJson(kLayoutGraph);
   const LayoutSpacing spacing{.left = 40, .top = 10, .column = 100, .row = 50, .per_port = 0};
   AssignMissingPositions(g, spacing);
   auto pos = [&](const std::string& id) { return *NodePositionXY(*g.FindNode(id)); };
@@ -37,7 +37,7 @@ TEST(LayoutTest, ColumnsByDepthBelowPlacedNodes) {
 }
 
 TEST(LayoutTest, RowsGrowWithTheOpsPorts) {
-  Graph g = testing::GraphFromJson(kGraph);
+  Graph g = testing::GraphFromJson(kLayoutGraph);
   Node extra;
   extra.id = "c2";
   extra.op = "Const";
