@@ -5,7 +5,8 @@
 # FUZZ_SECONDS (60 by default). The Python module and the MPI runner are not built here: a
 # sanitized extension module needs the ASan runtime preloaded into python, and mpirun's own
 # processes are not instrumented; the normal build runs their tests. In unity batches
-# (BLOCKFLOW_UNITY_BUILD), as tools/setup.sh builds: about 40% less compile time.
+# (BLOCKFLOW_UNITY_BUILD), as tools/setup.sh builds: the test programs and the editor's library
+# then compile in 5 minutes on 2 cores instead of 8.
 #
 #   bash tools/sanitize.sh                    # build and test
 #   FUZZ_SECONDS=600 bash tools/sanitize.sh   # fuzz longer
