@@ -14,7 +14,7 @@ namespace blockflow {
 namespace {
 
 // r = RandomUniform([256, 256]) (256 KiB of float32, pooled), s = r + r, t = Identity(s).
-constexpr const char* kGraph = R"({"format": "blockflow.graph", "version": 1, "nodes": [
+constexpr const char* kTimedGraph = R"({"format": "blockflow.graph", "version": 1, "nodes": [
   {"id": "shape", "op": "Const", "attrs": {"dtype": "int32", "shape": [2], "value": [256, 256]}},
   {"id": "r", "op": "RandomUniform", "inputs": {"shape": "shape"}, "attrs": {"seed": 1}},
   {"id": "s", "op": "Add", "inputs": {"x": "r", "y": "r"}},
@@ -30,7 +30,7 @@ class CountingObserver : public ExecutionObserver {
 };
 
 TEST(TimingObserverTest, RecordsEveryNodeAndWritesAChromeTrace) {
-  const Graph g = testing::GraphFromJson(kGraph);
+  const Graph g = testing::GraphFromJson(kTimedGraph);
   TimingObserver timing;
   CountingObserver counting;
   FanOutObserver fan({&timing, nullptr, &counting});
@@ -76,7 +76,7 @@ TEST(TimingObserverTest, RecordsEveryNodeAndWritesAChromeTrace) {
 }
 
 TEST(TimingObserverTest, MemoryIsRecordedOneNodeAtATime) {
-  const Graph g = testing::GraphFromJson(kGraph);
+  const Graph g = testing::GraphFromJson(kTimedGraph);
   TimingObserver timing(/*record_memory=*/true);
   EXPECT_TRUE(timing.records_memory());
   RunOptions options;

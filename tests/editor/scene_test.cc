@@ -48,6 +48,7 @@ QMimeData* PaletteMime(PaletteWidget* palette, const QString& op) {
 }
 
 using testing::EditorWindowTest;
+using testing::FindAction;
 
 TEST_F(EditorWindowTest, DroppingAPaletteBlockAddsANode) {
   std::unique_ptr<QMimeData> mime(PaletteMime(window_.palette_widget(), "Mul"));
@@ -203,13 +204,6 @@ TEST_F(EditorWindowTest, DraggingANodeMovesItUndoably) {
   doc()->undo_stack()->undo();
   EXPECT_EQ(doc()->graph().FindNode("s")->ui["x"], 400);
   EXPECT_EQ(window_.scene()->FindNode("s")->pos(), QPointF(400, 100));
-}
-
-QAction* FindAction(QWidget* w, const QString& text) {
-  for (QAction* a : w->findChildren<QAction*>()) {
-    if (a->text() == text) return a;
-  }
-  return nullptr;
 }
 
 TEST_F(EditorWindowTest, CopyPasteAndDuplicate) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <QAction>
 #include <QApplication>
 #include <QFile>
 #include <QList>
@@ -95,6 +96,14 @@ inline QPointF PortPos(GraphScene* scene, const std::string& node, bool output,
   PortItem* p = item ? item->FindPort(output, port) : nullptr;
   EXPECT_NE(p, nullptr) << node << "." << port;
   return p ? p->scenePos() : QPointF();
+}
+
+/// The action of `w` (or of a widget inside it) whose text is `text`, or nullptr.
+inline QAction* FindAction(QWidget* w, const QString& text) {
+  for (QAction* a : w->findChildren<QAction*>()) {
+    if (a->text() == text) return a;
+  }
+  return nullptr;
 }
 
 /// A chain of ten 3x3 convolutions on a 160x160x48 random input: long enough that a Cancel

@@ -35,17 +35,11 @@ namespace {
 
 using testing::DragOnCanvas;
 using testing::EditorWindowTest;
+using testing::FindAction;
 using testing::GraphFromJson;
 using testing::kAddGraph;
 using testing::PortPos;
 using testing::SendMouse;
-
-QAction* FindAction(QWidget* w, const QString& text) {
-  for (QAction* a : w->findChildren<QAction*>()) {
-    if (a->text() == text) return a;
-  }
-  return nullptr;
-}
 
 // "id (Op): message" for every issue of the analysis, as the Problems panel should list them.
 QStringList ExpectedRows(const GraphDocument& doc) {
