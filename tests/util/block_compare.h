@@ -4,7 +4,7 @@
 //
 //   BlockCase c{"Conv2D", {{"strides", {1, 1, 1, 1}}, {"padding", "SAME"}}, {{"input", x},
 //                                                                           {"filter", w}}};
-//   EXPECT_TRUE(CompareBlockKernels(c, /*threads=*/2));
+//   EXPECT_TRUE(CompareBlockKernels(c, /*threads=*/{1, 2}));
 #pragma once
 
 #include <gtest/gtest.h>
@@ -132,24 +132,31 @@ inline ::testing::AssertionResult TensorsClose(const Tensor& ref, const Tensor& 
   return ::testing::AssertionSuccess();
 }
 
-/// Runs the block with the reference kernel forced and with its optimized kernel, through
-/// RunNodeKernel, and compares every output (TensorsClose).
-inline ::testing::AssertionResult CompareBlockKernels(const BlockCase& c, int threads,
+/// Runs the block with the reference kernel forced and with its optimized kernel at each of
+/// `threads` thread counts, through RunNodeKernel, and compares every output (TensorsClose).
+/// The reference runs once, at the first count.
+inline ::testing::AssertionResult CompareBlockKernels(const BlockCase& c,
+                                                      const std::vector<int>& threads,
                                                       Tolerance tol = {}) {
   const AnalyzedBlock block(c);
   if (!block.status().ok()) {
     return ::testing::AssertionFailure() << c.op << ": " << block.status().message();
   }
-  Expected<std::vector<Tensor>> ref = block.Run(/*reference=*/true, threads);
-  Expected<std::vector<Tensor>> opt = block.Run(/*reference=*/false, threads);
-  if (!ref.ok() || !opt.ok()) {
-    return ::testing::AssertionFailure()
-           << c.op << ": " << (ref.ok() ? opt.status() : ref.status()).message();
-  }
-  for (size_t k = 0; k < ref->size(); ++k) {
-    ::testing::AssertionResult r =
-        TensorsClose((*ref)[k], (*opt)[k], c.op + " output " + std::to_string(k), tol);
-    if (!r) return r;
+  if (threads.empty()) return ::testing::AssertionFailure() << c.op << ": no thread counts";
+  Expected<std::vector<Tensor>> ref = block.Run(/*reference=*/true, threads.front());
+  if (!ref.ok()) return ::testing::AssertionFailure() << c.op << ": " << ref.status().message();
+  for (int t : threads) {
+    Expected<std::vector<Tensor>> opt = block.Run(/*reference=*/false, t);
+    if (!opt.ok()) {
+      return ::testing::AssertionFailure()
+             << c.op << " threads " << t << ": " << opt.status().message();
+    }
+    for (size_t k = 0; k < ref->size(); ++k) {
+      ::testing::AssertionResult r = TensorsClose(
+          (*ref)[k], (*opt)[k],
+          c.op + " output " + std::to_string(k) + " threads " + std::to_string(t), tol);
+      if (!r) return r;
+    }
   }
   return ::testing::AssertionSuccess();
 }

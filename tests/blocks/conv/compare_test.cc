@@ -402,11 +402,10 @@ TEST(ShapeSuite, OptimizedMatchesReferenceThroughTheBlock) {
       if (op == ConvOp::kBackpropFilter) {
         c.inputs = {{"input", x}, {"filter_sizes", SizesTensor(s.filter)}, {"out_backprop", dy}};
       }
-      for (int threads : {1, 2}) {
-        EXPECT_TRUE(CompareBlockKernels(c, threads, kSuiteTolerance))
-            << s.name << " " << in.ToString() << " threads " << threads;
-        ++checked;
-      }
+      // The reference once (at 2 threads), the optimized kernels at 1 and 2.
+      EXPECT_TRUE(CompareBlockKernels(c, {2, 1}, kSuiteTolerance))
+          << s.name << " " << in.ToString();
+      checked += 2;
     }
   }
   EXPECT_GE(checked, 2 * 3 * static_cast<int>(suite->size()));
