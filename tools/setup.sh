@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 # The `blockflow` program alone needs only these; the rest is for the editor, the tests, the
 # benchmarks, the Python module and the MPI runner.
-packages=(build-essential cmake pkg-config nlohmann-json3-dev)
+packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev)
 rest=(libprotobuf-dev protobuf-compiler  # `blockflow import-tf` (BLOCKFLOW_BUILD_IMPORT_TF)
       libgtest-dev libgmock-dev libbenchmark-dev qt6-base-dev libgl-dev fonts-dejavu-core python3-numpy
       pybind11-dev python3-pybind11 python3-pytest python3-dev
@@ -43,9 +43,17 @@ fi
 [ "${SETUP_PACKAGES_ONLY:-0}" = 1 ] && exit 0
 
 build_dir="${BUILD_DIR:-build}"
+# A new build directory gets Ninja: it compiles a target's sources while the libraries the target
+# links are still being built, where make waits for them (one core idled while the other compiled
+# the depthwise kernels). A directory configured before keeps its generator.
+generator=()
+if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null; then
+  generator=(-G Ninja)
+fi
 everything=ON
 [ "$program_only" = ON ] && everything=OFF
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+cmake -S . -B "$build_dir" ${generator[@]+"${generator[@]}"} \
+      -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
       -DBLOCKFLOW_WERROR="${BLOCKFLOW_WERROR:-OFF}" -DBLOCKFLOW_BUILD_EDITOR=$everything \
       -DBLOCKFLOW_BUILD_TESTS=$everything -DBLOCKFLOW_BUILD_BENCH=$everything \
       -DBLOCKFLOW_BUILD_PYTHON=$everything -DBLOCKFLOW_MPI=$everything \
