@@ -119,7 +119,7 @@ double ExactAt(int op, const Problem& p, const Operands& o, int64_t i, double* m
 
 // Of `samples` elements of `t` (op `op`'s output for a GemmProblem) drawn at random, those that
 // are not the op's result: outputs never written (NaN) or sums a cancelled run left partial. A
-// float32 sum of K terms lies within K * 2^-24 (at most 8192 * 2^-24 < 1e-3 here) of its terms'
+// float32 sum of K terms lies within K * 2^-24 (at most 9216 * 2^-24 < 1e-3 here) of its terms'
 // magnitude from the exact one; a partial sum misses whole blocks of terms. (Sampled against
 // exact sums instead of compared with an uncancelled run: those full runs, 17 and 58 GFLOP per
 // op, took most of three minutes under the sanitizers.)
