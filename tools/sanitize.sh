@@ -20,13 +20,12 @@ SETUP_PACKAGES_ONLY=1 EXTRA_PACKAGES="clang libomp-dev libclang-rt-dev" bash too
 build_dir="${BUILD_DIR:-build-sanitize}"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-generator=()  # Ninja for a new directory, as tools/setup.sh
-if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null; then
-  generator=(-G Ninja)
+# Ninja for a new directory, as in tools/setup.sh.
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null; then
+  export CMAKE_GENERATOR=Ninja
 fi
 # -O1 keeps the tests quick under ASan; line tables give reports file:line without -g's size.
-CXX=clang++ cmake -S . -B "$build_dir" ${generator[@]+"${generator[@]}"} \
-      -DCMAKE_BUILD_TYPE=Release \
+CXX=clang++ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only" "${launcher[@]}" \
       -DBLOCKFLOW_FUZZ=ON -DBLOCKFLOW_FUZZ_SECONDS="${FUZZ_SECONDS:-60}" \
       -DBLOCKFLOW_BUILD_EDITOR=ON -DBLOCKFLOW_BUILD_TESTS=ON -DBLOCKFLOW_BUILD_BENCH=OFF \

@@ -45,15 +45,14 @@ fi
 build_dir="${BUILD_DIR:-build}"
 # A new build directory gets Ninja: it compiles a target's sources while the libraries the target
 # links are still being built, where make waits for them (one core idled while the other compiled
-# the depthwise kernels). A directory configured before keeps its generator.
-generator=()
-if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null; then
-  generator=(-G Ninja)
+# the depthwise kernels). CMake reads CMAKE_GENERATOR only for a directory it has not configured,
+# so one configured before keeps its generator; a CMAKE_GENERATOR of your own wins.
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null; then
+  export CMAKE_GENERATOR=Ninja
 fi
 everything=ON
 [ "$program_only" = ON ] && everything=OFF
-cmake -S . -B "$build_dir" ${generator[@]+"${generator[@]}"} \
-      -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
       -DBLOCKFLOW_WERROR="${BLOCKFLOW_WERROR:-OFF}" -DBLOCKFLOW_BUILD_EDITOR=$everything \
       -DBLOCKFLOW_BUILD_TESTS=$everything -DBLOCKFLOW_BUILD_BENCH=$everything \
       -DBLOCKFLOW_BUILD_PYTHON=$everything -DBLOCKFLOW_MPI=$everything \
