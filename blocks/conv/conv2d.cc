@@ -101,12 +101,11 @@ void PackForwardFilterFrom(const ConvGeometry& g, const Src& src, WorkBuffer<C>*
 // tenth of that layer's time lies outside them (28x128: 0.7 of 10.9 ms). As timing
 // experiments (wrong results), storing every tile to one spot in L1 instead of streaming y took
 // 2-3% off either layer, and reading one tile's inputs and one filter row's panel for every
-// tile (both then in L1) 3% off resnet_56x64, nothing off 28x128. What did not help, one pinned
-// core, best of 6-10 alternated rounds: the 7 x 2 float run written out in asm with four steps
-// per index update (GCC's loop spends five integer instructions a step beside 14 fused
-// multiply-adds; 56x64 11.2 -> 11.1 ms, 28x128 10.8 -> 10.6, the input gradients within 1%),
-// tiles of 4 x 4 vectors (the same at stride 1, 16% slower at stride 2) and of 6 x 4 (4-26%
-// slower), and prefetching the fresh input row 2 or 4 tiles ahead.
+// tile (both then in L1) 3% off resnet_56x64, nothing off 28x128. Four steps per index update
+// (AddTapPixels, and then in asm) gained 1% on the host of earlier measurements and 5-10% on
+// Cascade Lake, whose cores rename 4 instructions a cycle. What did not help, one pinned core, best
+// of 6-10 alternated rounds: tiles of 4 x 4 vectors (the same at stride 1, 16% slower at stride 2)
+// and of 6 x 4 (4-26% slower), and prefetching the fresh input row 2 or 4 tiles ahead.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
                                  const C* __restrict wp, C* __restrict yrow, const C* zeros,
@@ -168,7 +167,11 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
 // tile of NP pixels (12 or 4) by 2 vectors of output channels, summed over the filter rows kh
 // whose xk[kh] is not null (the input of the tile's first pixel in that row; each next pixel's
 // 6 floats further) and each row's 21 steps (kw, ci), the filter pair's panel at w; pixel p's
-// two vectors stored at y + p * ys bytes, past the caches when `nt`.
+// two vectors stored at y + p * ys bytes, past the caches when `nt`. The steps of one kw (its 3
+// channels) are written out and the 7 kw are a loop (0.7 KB of code): all 21 written out, a
+// filter row was 5 KB, and on Cascade Lake the loop is 4% faster (the two alternated call by
+// call). Likely the decoded-instruction cache: a step is 242 bytes, which the decoders deliver
+// at 16 a cycle, slower than the step's 24 multiply-adds.
 //
 // The compiled tiles stream too much filter or spill: 6 x 4 reads a 37.6 KB panel per tile,
 // which with the 7 input rows outgrows the 48 KB L1 (91% of the FMA peak); 12 x 2 reads 18.8 KB
@@ -211,16 +214,24 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
       "1:\n\t"                                                                                     \
       "mov (%[xk], %[kh], 8), %[x]\n\t"                                                            \
       "test %[x], %[x]\n\t"                                                                        \
-      "jz 2f\n\t"                                                                                  \
+      "jz 5f\n\t"                                                                                  \
+      "mov $7, %k[kw]\n\t"                                                                         \
+      "6:\n\t"                                                                                     \
       ".set bf_q, 0\n\t"                                                                           \
-      ".rept 21\n\t"                                                                               \
+      ".rept 3\n\t"                                                                                \
       "vmovups bf_q * 128(%[w]), %%zmm24\n\t"                                                      \
       "vmovups bf_q * 128 + 64(%[w]), %%zmm25\n\t"                                                 \
       pixels                                                                                       \
       ".set bf_q, bf_q + 1\n\t"                                                                    \
       ".endr\n\t"                                                                                  \
-      "2:\n\t"                                                                                     \
+      "add $3 * 128, %[w]\n\t"                                                                     \
+      "add $3 * 4, %[x]\n\t"                                                                       \
+      "dec %k[kw]\n\t"                                                                             \
+      "jnz 6b\n\t"                                                                                 \
+      "jmp 2f\n\t"                                                                                 \
+      "5:\n\t"                                                                                     \
       "add $21 * 128, %[w]\n\t"                                                                    \
+      "2:\n\t"                                                                                     \
       "inc %[kh]\n\t"                                                                              \
       "cmp $7, %[kh]\n\t"                                                                          \
       "jne 1b\n\t"                                                                                 \
@@ -231,7 +242,7 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
       "3:\n\t"                                                                                     \
       stores                                                                                       \
       "4:\n\t"                                                                                     \
-      : [w] "+r"(w), [x] "+&r"(x), [kh] "+&r"(kh), [y] "+r"(y)                                     \
+      : [w] "+r"(w), [x] "+&r"(x), [kh] "+&r"(kh), [kw] "=&r"(kw), [y] "+r"(y)                     \
       : [xk] "r"(xk), [ys] "r"(ys), [nt] "r"(nt64)                                                 \
       : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9",            \
         "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18",           \
@@ -241,7 +252,7 @@ inline void StemTileAvx512(const float* const (&xk)[7], const float* w, float* y
                            bool nt) {
   static_assert(NP == 12 || NP == 4, "tiles of 12 or 4 pixels");
   const float* x = nullptr;
-  int64_t kh = 0;
+  int64_t kh = 0, kw = 0;
   const int64_t nt64 = nt ? 1 : 0;
   if constexpr (NP == 12) {
     BF_STEM_TILE_ASM("0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, "
@@ -863,11 +874,15 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
         for (int64_t n = 0; n < images; ++n) {
           const C* xq = xblock + n * image_step;
           const C* dyq = dyrow0 + n * dy_image + ow0 * co_all;
-          for (int64_t q = 0; q < ow1 - ow0; ++q, xq += column_step) {
+          // Four columns per loop pass, as AddTapPixels does for the forward's steps: the 8 x 2
+          // tile's 10 loads and 16 multiply-adds a step had 4 index instructions beside them
+          // (resnet_56x64 5-8% faster on Cascade Lake, 28x128 1-4%).
+#pragma GCC unroll 4
+          for (int64_t q = 0; q < ow1 - ow0; ++q) {
             Vec dv[NV];
             for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyq + q * co_all + k * L);
             for (int p = 0; p < P; ++p) {
-              const C s = xq[p];
+              const C s = xq[q * column_step + p];
               for (int k = 0; k < NV; ++k) acc[p][k] += dv[k] * s;
             }
           }
