@@ -700,16 +700,40 @@ BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __
     }
 }
 
-// AddRunColumn for a column whose run [qs, qs + R) reaches into the padding: the inputs
-// copied out first, zeros in the padding.
+// One tile of the few-channel filter gradient's runs (BackpropFilterRuns): the R values
+// [qs, qs + R) of a run of fw * in_depth, the first of them it stores (the last tile of a run
+// overlaps the one before), the columns [lo, hi) whose R inputs all lie inside the row, and
+// for every column ow where its value r lies: input column ow * stride_w + col[r], channel
+// at[r]. Worked out once for all the filter rows (64-bit divisions, 12 per tile, took a fifth
+// of the stem's filter gradient made for every row).
+template <int R>
+struct RunTile {
+  int64_t qs, first, lo, hi, col[R], at[R];
+  RunTile(const ConvGeometry& g, int64_t q0) {
+    const int64_t ci_all = g.in_depth;
+    qs = std::min<int64_t>(q0, g.filter_w * ci_all - R);
+    first = q0 - qs;
+    // Those of the tile's first tap for the left edge, of its last for the right.
+    lo = std::min(g.out_w, g.columns_inside(qs / ci_all).begin);
+    hi = std::max(lo, g.columns_inside((qs + R - 1) / ci_all).end);
+    int64_t kw = qs / ci_all, c = qs - kw * ci_all;
+    for (int r = 0; r < R; ++r) {
+      col[r] = kw * g.dilation_w - g.pad_left;
+      at[r] = c;
+      if (++c == ci_all) c = 0, ++kw;
+    }
+  }
+};
+
+// AddRunColumn for a column whose run reaches into the padding: the inputs copied out first,
+// zeros in the padding.
 template <typename C, typename V, int R, int NV>
 BF_CONV_INLINE void AddStagedColumn(const ConvGeometry& g, const C* xrow, const C* dyrow,
-                                    int64_t ow, int64_t qs, V (&acc)[R][NV]) {
-  const int64_t ci_all = g.in_depth;
+                                    int64_t ow, const RunTile<R>& taps, V (&acc)[R][NV]) {
   C stage[R];
   for (int r = 0; r < R; ++r) {
-    const int64_t kw = (qs + r) / ci_all, iw = g.input_col(ow, kw);
-    stage[r] = iw >= 0 && iw < g.in_w ? xrow[iw * ci_all + qs + r - kw * ci_all] : C{0};
+    const int64_t iw = ow * g.stride_w + taps.col[r];
+    stage[r] = iw >= 0 && iw < g.in_w ? xrow[iw * g.in_depth + taps.at[r]] : C{0};
   }
   AddRunColumn<C, V, R, NV>(stage, dyrow + ow * g.out_depth, acc);
 }
@@ -719,54 +743,53 @@ BF_CONV_INLINE void AddStagedColumn(const ConvGeometry& g, const C* xrow, const 
 // fw * cig values of x from input column iw(ow, 0), and their sums dw[kh, kw, ci, :] follow
 // each other too. The run goes R values at a time through a register tile of R x NV sums over
 // every column of the nb images' rows, dy loaded once per column for R taps (a tap at a time,
-// it served 3, and the loads outnumbered the fused multiply-adds). The last tile of a run
-// overlaps the one before and stores only its own taps. Columns whose R inputs reach into the
-// padding read them from `stage`, zeros there. xrow0, dyrow0 and dwk point at the first
-// image's input row, its dy row and dw[kh, 0, 0, co0].
+// it served 3, and the loads outnumbered the fused multiply-adds); this is one such tile, t.
+// Columns whose R inputs reach into the padding read them staged (AddStagedColumn). xrow0,
+// dyrow0 and dwk point at the first image's input row, its dy row and dw[kh, 0, 0, co0].
 template <typename C, typename V, int NV>
-BF_CONV_INLINE void BackpropFilterRuns(const ConvGeometry& g, const C* __restrict xrow0,
-                                       const C* __restrict dyrow0, C* __restrict dwk, int64_t nb) {
+BF_CONV_INLINE void BackpropFilterRuns(const ConvGeometry& g, const RunTile<kWideP>& t,
+                                       const C* __restrict xrow0, const C* __restrict dyrow0,
+                                       C* __restrict dwk, int64_t nb) {
   constexpr int R = kWideP, L = sizeof(V) / sizeof(C);
-  const int64_t ci_all = g.in_depth, co_all = g.out_depth, run = g.filter_w * ci_all;
+  const int64_t ci_all = g.in_depth, co_all = g.out_depth, xs = g.stride_w * ci_all;
   const int64_t x_image = g.in_h * g.in_w * ci_all, dy_image = g.out_h * g.out_w * co_all;
-  for (int64_t q0 = 0; q0 < run; q0 += R) {
-    const int64_t qs = std::min<int64_t>(q0, run - R);
-    // The columns whose R inputs all lie inside the row: those of the tile's first tap for
-    // the left edge, of its last for the right.
-    const int64_t lo = std::min(g.out_w, g.columns_inside(qs / ci_all).begin);
-    const int64_t hi = std::max(lo, g.columns_inside((qs + R - 1) / ci_all).end);
-    V acc[R][NV];
-    ZeroTile(acc);
-    for (int64_t n = 0; n < nb; ++n) {
-      const C* xrow = xrow0 + n * x_image;
-      const C* dyrow = dyrow0 + n * dy_image;
-      for (int64_t ow = 0; ow < lo; ++ow) AddStagedColumn<C, V, R, NV>(g, xrow, dyrow, ow, qs, acc);
-      for (int64_t ow = lo; ow < hi; ++ow)
-        AddRunColumn<C, V, R, NV>(xrow + g.input_col(ow, 0) * ci_all + qs, dyrow + ow * co_all,
-                                  acc);
-      for (int64_t ow = hi; ow < g.out_w; ++ow)
-        AddStagedColumn<C, V, R, NV>(g, xrow, dyrow, ow, qs, acc);
-    }
-    for (int64_t r = q0 - qs; r < R; ++r)
-      for (int k = 0; k < NV; ++k) {
-        C* d = dwk + (qs + r) * co_all + k * L;
-        StoreVec(d, LoadVec<V>(d) + acc[r][k]);
-      }
+  V acc[R][NV];
+  ZeroTile(acc);
+  for (int64_t n = 0; n < nb; ++n) {
+    const C* xrow = xrow0 + n * x_image;
+    const C* dyrow = dyrow0 + n * dy_image;
+    for (int64_t ow = 0; ow < t.lo; ++ow) AddStagedColumn<C, V, R, NV>(g, xrow, dyrow, ow, t, acc);
+    // Four columns per loop pass (the stem 8% faster; see AddTapPixels).
+    const C* xb = xrow + g.input_col(t.lo, 0) * ci_all + t.qs;
+    const C* db = dyrow + t.lo * co_all;
+#pragma GCC unroll 4
+    for (int64_t q = 0; q < t.hi - t.lo; ++q)
+      AddRunColumn<C, V, R, NV>(xb + q * xs, db + q * co_all, acc);
+    for (int64_t ow = t.hi; ow < g.out_w; ++ow)
+      AddStagedColumn<C, V, R, NV>(g, xrow, dyrow, ow, t, acc);
   }
+  for (int64_t r = t.first; r < R; ++r)
+    for (int k = 0; k < NV; ++k) {
+      C* d = dwk + (t.qs + r) * co_all + k * L;
+      StoreVec(d, LoadVec<V>(d) + acc[r][k]);
+    }
 }
 
 // BackpropFilterRuns over the filter rows that output row oh reads inside the input, for the
-// output channels [j0, j0 + NV*L).
+// output channels [j0, j0 + NV*L): each tile of the runs for every filter row.
 template <typename C, typename V, int NV>
 BF_CONV_INLINE void BackpropFilterRunRows(const ConvGeometry& g, const C* x, const C* dy, C* dw,
                                           int64_t n0, int64_t n1, int64_t oh, int64_t j0) {
-  const int64_t ci_all = g.in_depth, co_all = g.out_depth;
+  const int64_t ci_all = g.in_depth, co_all = g.out_depth, run = g.filter_w * ci_all;
   const C* dyrow0 = dy + (n0 * g.out_h + oh) * g.out_w * co_all + j0;
-  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-    const int64_t ih = g.input_row(oh, kh);
-    if (ih < 0 || ih >= g.in_h) continue;
-    BackpropFilterRuns<C, V, NV>(g, x + (n0 * g.in_h + ih) * g.in_w * ci_all, dyrow0,
-                                 dw + kh * g.filter_w * ci_all * co_all + j0, n1 - n0);
+  for (int64_t q0 = 0; q0 < run; q0 += kWideP) {
+    const RunTile<kWideP> tile(g, q0);
+    for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+      const int64_t ih = g.input_row(oh, kh);
+      if (ih < 0 || ih >= g.in_h) continue;
+      BackpropFilterRuns<C, V, NV>(g, tile, x + (n0 * g.in_h + ih) * g.in_w * ci_all, dyrow0,
+                                   dw + kh * g.filter_w * ci_all * co_all + j0, n1 - n0);
+    }
   }
 }
 
