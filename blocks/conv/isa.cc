@@ -88,8 +88,25 @@ void Transpose8x8Avx2(const float* src, int64_t src_stride, float* dst, int64_t 
 int64_t CacheBytes(int level, int64_t fallback) {
   static const int64_t l1 = std::max<long>(0, sysconf(_SC_LEVEL1_DCACHE_SIZE));
   static const int64_t l2 = std::max<long>(0, sysconf(_SC_LEVEL2_CACHE_SIZE));
-  const int64_t known = level == 1 ? l1 : level == 2 ? l2 : 0;
+  static const int64_t l3 = std::max<long>(0, sysconf(_SC_LEVEL3_CACHE_SIZE));
+  const int64_t known = level == 1 ? l1 : level == 2 ? l2 : level == 3 ? l3 : 0;
   return known > 0 ? known : fallback;
+}
+
+namespace {
+std::atomic<int64_t>& SharedCacheOverride() {
+  static std::atomic<int64_t> bytes{-1};
+  return bytes;
+}
+}  // namespace
+
+bool FitsSharedCache(int64_t bytes) {
+  const int64_t forced = SharedCacheOverride().load(std::memory_order_relaxed);
+  return bytes <= (forced >= 0 ? forced : CacheBytes(3, 0)) / 2;
+}
+
+void SetSharedCacheForTesting(int64_t bytes) {
+  SharedCacheOverride().store(bytes, std::memory_order_relaxed);
 }
 
 const char* IsaName(Isa isa) {

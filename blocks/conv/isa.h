@@ -33,9 +33,17 @@ Isa ActiveIsa();
 void SetIsaForTesting(Isa isa);
 /// "base", "avx2", "avx512".
 const char* IsaName(Isa isa);
-/// Bytes of a core's L1 data cache (level 1) or L2 cache (level 2), as the C library reads them
-/// from the CPU (once); `fallback` when it cannot.
+/// Bytes of a core's L1 data cache (level 1), its L2 cache (level 2) or the last-level cache its
+/// socket shares (level 3), as the C library reads them from the CPU (once); `fallback` when it
+/// cannot.
 int64_t CacheBytes(int level, int64_t fallback);
+/// Whether a result of `bytes` fits in half the shared L3, where a plain store keeps it for the
+/// op that reads it next (and for the next call of the same op). Kernels store results past the
+/// caches only when it does not; false when the L3's size is unknown.
+bool FitsSharedCache(int64_t bytes);
+/// Makes FitsSharedCache take the L3 as `bytes` (0: results never fit, so that tests reach the
+/// streamed stores on any host); a negative value restores the CPU's.
+void SetSharedCacheForTesting(int64_t bytes);
 
 /// dst[j * dst_stride + i] = src[i * src_stride + j] for i, j < 8, in AVX registers. Only for
 /// ActiveIsa() of at least kAvx2.

@@ -438,11 +438,20 @@ void CheckLargeAgainstReference(const Problem& p, int op, DType dtype, int64_t m
   }
 }
 
+// Takes the shared L3 as holding nothing while alive, so that the results below store past the
+// caches on any host (a host's L3 keeps them otherwise: FitsSharedCache).
+struct NoSharedCache {
+  NoSharedCache() { internal::SetSharedCacheForTesting(0); }
+  ~NoSharedCache() { internal::SetSharedCacheForTesting(-1); }
+  NoSharedCache(const NoSharedCache&) = delete;
+  NoSharedCache& operator=(const NoSharedCache&) = delete;
+};
+
 // Depthwise outputs larger than 5 MiB store past the caches (non-temporal stores with
-// AVX-512): the forward and the stride-1 input gradient (which runs the forward's rows), and the
-// strided input gradient, with and without a multiplier (whose expanded stride-2 gradient is
-// the large one; at stride 1 its rows go through a per-thread row, not streamed). The same
-// values as the reference, in float32, at every ISA and 1 and 2 threads.
+// AVX-512) where the L3 would not keep them: the forward and the stride-1 input gradient (which
+// runs the forward's rows), and the strided input gradient, with and without a multiplier (whose
+// expanded stride-2 gradient is the large one; at stride 1 its rows go through a per-thread row,
+// not streamed). The same values as the reference, in float32, at every ISA and 1 and 2 threads.
 TEST(StreamedStores, LargeDepthwiseOutputs) {
   struct Case {
     int op;                                // 0 forward, 1 input gradient
@@ -452,6 +461,7 @@ TEST(StreamedStores, LargeDepthwiseOutputs) {
       {1, 2, 1, 260, 256, 64},  {1, 2, 2, 260, 256, 64},  {0, 1, 1, 130, 128, 128},
       {0, 1, 2, 130, 128, 128}, {1, 1, 1, 130, 128, 128}, {1, 1, 2, 130, 128, 128},
   };
+  const NoSharedCache no_l3;
   std::mt19937_64 rng(21);
   for (const Case& k : cases) {
     Problem p;
@@ -507,7 +517,8 @@ TEST(LargeOperands, DepthwiseFilterGradientInBands) {
 }
 
 // Dense results of which each thread writes more than 512 KiB, with whole channel vectors,
-// store past the caches (non-temporal stores with AVX-512); these, over 2 MiB, do on one thread
+// store past the caches (non-temporal stores with AVX-512) where the L3 would not keep them;
+// these, over 2 MiB, do on one thread
 // and on two: the direct forward (also in its few-channel tiles), the stride-1 input gradient
 // (which runs as a forward), the strided input gradient, and the 1x1 forward through the GEMM (one
 // block of k, with a partial block of rows and of columns). Row widths leave partial pixel tiles,
@@ -525,6 +536,7 @@ TEST(StreamedStores, LargeDenseResults) {
       {1, 3, 1, 72, 61, 128, 16},  // the input gradient as a forward, 2.25 MB
       {1, 3, 2, 96, 97, 64, 32},   // the strided input gradient, 2.38 MB
   };
+  const NoSharedCache no_l3;
   std::mt19937_64 rng(22);
   for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
     for (const Case& k : cases) {

@@ -51,5 +51,20 @@ TEST(TransposeConvert, EqualsTheElementLoopAtEveryIsa) {
   SetIsaForTesting(Isa::kAvx512);
 }
 
+// A result fits the shared cache up to half the L3: the one the CPU reports, or the one a test
+// sets (0: nothing fits, so that tests reach the streamed stores on any host).
+TEST(SharedCache, FitsHalfTheL3) {
+  SetSharedCacheForTesting(int64_t{8} << 20);
+  EXPECT_TRUE(FitsSharedCache(int64_t{4} << 20));
+  EXPECT_FALSE(FitsSharedCache((int64_t{4} << 20) + 1));
+  SetSharedCacheForTesting(0);
+  EXPECT_TRUE(FitsSharedCache(0));
+  EXPECT_FALSE(FitsSharedCache(1));
+  SetSharedCacheForTesting(-1);
+  const int64_t l3 = CacheBytes(3, 0);
+  EXPECT_EQ(FitsSharedCache(l3 / 2 + 1), false) << "L3 " << l3;
+  EXPECT_EQ(FitsSharedCache(int64_t{1} << 20), l3 >= int64_t{2} << 20) << "L3 " << l3;
+}
+
 }  // namespace
 }  // namespace blockflow::conv::internal
