@@ -704,8 +704,8 @@ BF_CONV_INLINE void BackpropFilterFewChannels(const ConvGeometry& g, const C* __
 // [qs, qs + R) of a run of fw * in_depth, the first of them it stores (the last tile of a run
 // overlaps the one before), the columns [lo, hi) whose R inputs all lie inside the row, and
 // for every column ow where its value r lies: input column ow * stride_w + col[r], channel
-// at[r]. Worked out once for all the filter rows (64-bit divisions, 12 per tile, took a fifth
-// of the stem's filter gradient made for every row).
+// at[r]. Worked out once for all the filter rows: made for every row, its 12 64-bit divisions
+// took a fifth of the stem's filter gradient.
 template <int R>
 struct RunTile {
   int64_t qs, first, lo, hi, col[R], at[R];
@@ -729,11 +729,11 @@ struct RunTile {
 // zeros in the padding.
 template <typename C, typename V, int R, int NV>
 BF_CONV_INLINE void AddStagedColumn(const ConvGeometry& g, const C* xrow, const C* dyrow,
-                                    int64_t ow, const RunTile<R>& taps, V (&acc)[R][NV]) {
+                                    int64_t ow, const RunTile<R>& t, V (&acc)[R][NV]) {
   C stage[R];
   for (int r = 0; r < R; ++r) {
-    const int64_t iw = ow * g.stride_w + taps.col[r];
-    stage[r] = iw >= 0 && iw < g.in_w ? xrow[iw * g.in_depth + taps.at[r]] : C{0};
+    const int64_t iw = ow * g.stride_w + t.col[r];
+    stage[r] = iw >= 0 && iw < g.in_w ? xrow[iw * g.in_depth + t.at[r]] : C{0};
   }
   AddRunColumn<C, V, R, NV>(stage, dyrow + ow * g.out_depth, acc);
 }
@@ -1085,10 +1085,11 @@ BF_CONV_INPUT_BLOCK_FNS(double)
 // 1.04-1.09 -> 1.01-1.02; the input gradients of resnet_56x64 and resnet_28x128 about 0.02
 // lower. On two threads resnet_28x128 gained as much (Conv2D 1.02-1.06 -> 1.01-1.03, its input
 // gradient 1.05-1.07 -> 1.00-1.04) but the stride-2 layer's 0.4 MB shares measured no gain.
-// Those were measured on a host whose L3 did not keep them. Where the shared L3 does
-// (FitsSharedCache), plain stores are faster: Cascade Lake with a 35.8 MB L3, one pinned core,
-// best of 15 runs alternated between two builds, Conv2D on the stem 4.00 -> 3.60 ms, the 1x1
-// to 1024 channels 7.18 -> 6.41, resnet_56x64 and 28x128 2% faster, the input gradients 1-5%.
+// Those were measured on an earlier host. Where the shared L3 keeps the result
+// (FitsSharedCache), it is not streamed: on Cascade Lake with a 35.8 MB L3, one pinned core,
+// best of 15 runs alternated between two builds, plain stores took Conv2D on the stem from 4.00
+// to 3.60 ms and resnet_56x64 and 28x128 2% off, the input gradients 1-5%; the 1x1 to 1024
+// channels measured 0.89, 1.00 and 1.08 of its streamed time in three such runs.
 constexpr int64_t kStreamShareBytes = int64_t{512} << 10;
 template <typename C>
 bool StreamsResult(bool streamable, int64_t pixels, int64_t channels, int64_t groups, int threads) {

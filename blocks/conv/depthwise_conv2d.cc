@@ -86,13 +86,13 @@ BF_CONV_INLINE bool DwTaps(const ConvGeometry& g, const C* __restrict xrow, cons
 }
 
 // An output (forward, or input gradient) of more than kStreamBytes, five times a core's L2,
-// is stored past the caches, so that a store does not first read its line: the depthwise
-// kernels do about two FMAs per value they write, and a strided input gradient writes 2-4 times
-// the bytes it reads. The op that reads the output next then finds it in memory, not in the
-// shared L3. With StreamVec (isa.h): AVX-512 only, 64-byte aligned; the caller ends its row with
-// a store fence. The bound was 8 MB; one pinned core against oneDNN blocked, three
-// alternations: the 6.4 MB forward of mnv1_dw2_112x64 1.19-1.47 -> 1.01-1.15 and input
-// gradient of mnv1_dw6_28x256 0.81-1.68 -> 0.72-0.77 when streamed, but 2.4-4.8 MB outputs
+// is stored past the caches unless the shared L3 keeps it (StreamsOutput), so that a store does not
+// first read its line: the depthwise kernels do about two FMAs per value they write, and a strided
+// input gradient writes 2-4 times the bytes it reads. The op that reads the output next then finds
+// it in memory, not in the shared L3. With StreamVec (isa.h): AVX-512 only, 64-byte aligned; the
+// caller ends its row with a store fence. The bound was 8 MB; one pinned core against oneDNN
+// blocked, three alternations: the 6.4 MB forward of mnv1_dw2_112x64 1.19-1.47 -> 1.01-1.15 and
+// input gradient of mnv1_dw6_28x256 0.81-1.68 -> 0.72-0.77 when streamed, but 2.4-4.8 MB outputs
 // (mnv2_dw_28x192, _14x384, _14x576, mnv1_dw8) 3-12% slower (a plain store's line then comes
 // from L3, and the output stays there for the next call).
 constexpr int64_t kStreamBytes = int64_t{5} << 20;
