@@ -518,12 +518,11 @@ TEST(LargeOperands, DepthwiseFilterGradientInBands) {
 
 // Dense results of which each thread writes more than 512 KiB, with whole channel vectors,
 // store past the caches (non-temporal stores with AVX-512) where the L3 would not keep them;
-// these, over 2 MiB, do on one thread
-// and on two: the direct forward (also in its few-channel tiles), the stride-1 input gradient
-// (which runs as a forward), the strided input gradient, and the 1x1 forward through the GEMM (one
-// block of k, with a partial block of rows and of columns). Row widths leave partial pixel tiles,
-// whose stores are plain. The same values as the reference, in float32 and float64, at every ISA
-// and 1 and 2 threads.
+// these, over 2 MiB, do on one thread and on two: the direct forward (also in its few-channel
+// tiles), the stride-1 input gradient (which runs as a forward), the strided input gradient, and
+// the 1x1 forward through the GEMM (one block of k, with a partial block of rows and of columns).
+// Row widths leave partial pixel tiles, whose stores are plain. The same values as the
+// reference, in float32 and float64, at every ISA and 1 and 2 threads.
 TEST(StreamedStores, LargeDenseResults) {
   struct Case {
     int op;  // 0 forward, 1 input gradient
