@@ -106,6 +106,26 @@ constexpr bool CrowdsL1Sets(int64_t stride) {
   return stride * static_cast<int64_t>(sizeof(C)) % 2048 == 0;
 }
 
+// The rows of the next output row that a forward row kernel prefetches while it works on this
+// one, where its operands outgrow the caches (DwForward): x, the input row that its last filter
+// row reads (at stride 1 the one input row the current output row does not read as well), and
+// y, its result row; nullptr where there is nothing worth prefetching (input rows copied into a
+// ring, results in a per-thread row, no next row).
+template <typename C>
+struct RowsAhead {
+  const C* x = nullptr;
+  const C* y = nullptr;
+};
+
+// Prefetches the NV vectors at channel c0 of the pixels [ow0, ow1) of the result row y (if any).
+template <typename C, int NV>
+BF_CONV_INLINE void PrefetchPixels(const C* y, int64_t ch, int64_t ow0, int64_t ow1, int64_t c0) {
+  constexpr int64_t L = 64 / sizeof(C);
+  if (y == nullptr) return;
+  for (int64_t ow = ow0; ow < ow1; ++ow)
+    for (int k = 0; k < NV; ++k) __builtin_prefetch(y + ow * ch + c0 + k * L);
+}
+
 // Forward tile: y[ow0 + p, c0 + c] for p < P, c < NV*L, = sum over kh with xr[kh] != nullptr and
 // valid kw of xr[kh][iw(ow, kw), c] * w[kh, kw, c]. xr[kh] is the input row that filter row kh
 // reads (nullptr outside the input), so the caller decides where rows live (the input itself,
@@ -200,10 +220,12 @@ BF_CONV_INLINE void AddColumnTaps(V& sum, const V (&x)[3][NV], const V (&wv)[3][
 // column iw is loaded once (3 NV loads) for the nine taps that read it: it starts the sum of
 // output column iw + pl (tap kw 0), adds to iw + pl - 1 (kw 1) and completes iw + pl - 2 (kw 2),
 // which is stored. Three sums move along the row (3 NV registers): 3 NV loads per 9 NV FMAs,
-// against 9 (P + 2) NV / (9 P NV) per P-pixel tile. xr and w at the block's first channel.
+// against 9 (P + 2) NV / (9 P NV) per P-pixel tile. xr and w at the block's first channel. Each
+// step of the interior also prefetches the block's share of the next row's (xa, ya).
 template <typename C, typename V, int NV>
 BF_CONV_INLINE void DwForwardSweep(const ConvGeometry& g, const C* const* xr, const C* __restrict w,
-                                   C* __restrict yrow, int64_t olo, int64_t ohi, bool stream) {
+                                   C* __restrict yrow, int64_t olo, int64_t ohi, bool stream,
+                                   LinesAhead xa, LinesAhead ya) {
   constexpr int L = sizeof(V) / sizeof(C);
   const int64_t ch = g.out_depth, xs = g.in_depth, pl = g.pad_left;
   V wv[3][3][NV];
@@ -225,6 +247,8 @@ BF_CONV_INLINE void DwForwardSweep(const ConvGeometry& g, const C* const* xr, co
   }
   // Now a: column iw + pl (= olo + 1), b: olo.
   for (++iw; iw + pl < ohi; ++iw) {
+    xa.Next();
+    ya.Next();
     DwColumn3(xr, iw * xs, x);
     for (int k = 0; k < NV; ++k) {
       c[k] = b[k];
@@ -293,14 +317,17 @@ bool DwBlocksAlongRow(const ConvGeometry& g, int64_t tile_w) {
 // blocks inside (the tile's input pixels stay in L1 across blocks), each block along the whole
 // row in turn where DwBlocksAlongRow says so, or 3x3 sweeps; channels after the last full
 // vector in plain loops. kStream: the vector stores bypass the caches (StreamVec) where the row
-// allows them.
+// allows them. The sweeps prefetch the next row's input and result rows (ahead), the tiles its
+// result row (the current row's input rows have prefetches of their own).
 template <typename C, typename V, int P, int NV, bool kStream>
 BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
-                                     const C* __restrict w, C* __restrict yrow, const C* zeros) {
+                                     const C* __restrict w, C* __restrict yrow, const C* zeros,
+                                     RowsAhead<C> ahead) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t ch = g.out_depth, c_vec = ch - ch % L;
   const bool stream =
       kStream && !kIsSplitVec<V> && ch % L == 0 && reinterpret_cast<uintptr_t>(yrow) % 64 == 0;
+  if (stream) ahead.y = nullptr;  // streamed stores do not read their lines
   // At stride 1 the last filter row reads the input row that the previous output row did not:
   // on layers larger than the caches it comes from memory, so it is prefetched kAhead tiles
   // ahead (10-20% on the 28- to 112-pixel layers of one pinned core; at stride 2, with two
@@ -331,9 +358,14 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
     if (g.filter_h == 3 && TapRowForm(g, 3, 1) && xr[0] && xr[1] && xr[2] && ohi - olo >= 3 &&
         !CrowdsL1Sets<C>(g.in_depth) && !CrowdsL1Sets<C>(ch)) {
       const C* xb[3];
-      for (; c_begin + NV * L <= ch; c_begin += NV * L) {
+      const int64_t blocks = ch / (NV * L), steps = ohi - olo - 2;
+      const int64_t x_bytes = g.in_w * g.in_depth * static_cast<int64_t>(sizeof(C));
+      const int64_t y_bytes = g.out_w * ch * static_cast<int64_t>(sizeof(C));
+      for (int64_t b = 0; c_begin + NV * L <= ch; c_begin += NV * L, ++b) {
         for (int r = 0; r < 3; ++r) xb[r] = xr[r] + c_begin;
-        DwForwardSweep<C, V, NV>(g, xb, w + c_begin, yrow + c_begin, olo, ohi, stream);
+        DwForwardSweep<C, V, NV>(g, xb, w + c_begin, yrow + c_begin, olo, ohi, stream,
+                                 LinesAhead(ahead.x, x_bytes, blocks, b, steps),
+                                 LinesAhead(ahead.y, y_bytes, blocks, b, steps));
       }
     }
   }
@@ -352,17 +384,22 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
         }
       }
       int64_t c0 = c_lo;
+      const int64_t ow1 = std::min(g.out_w, ow0 + pt);
       if constexpr (NV >= 2) {
         if (wide) {
-          for (; c0 + NV * L <= c_hi; c0 += NV * L)
+          for (; c0 + NV * L <= c_hi; c0 += NV * L) {
+            PrefetchPixels<C, NV>(ahead.y, ch, ow0, ow1, c0);
             DwForwardTile<C, V, kWideP, NV>(g, xr, w, yrow, zeros, ow0, c0, stream);
+          }
           for (; c0 + L <= c_hi; c0 += L)
             DwForwardTile<C, V, kWideP, 1>(g, xr, w, yrow, zeros, ow0, c0, stream);
           continue;
         }
       }
-      for (; c0 + NV * L <= c_hi; c0 += NV * L)
+      for (; c0 + NV * L <= c_hi; c0 += NV * L) {
+        PrefetchPixels<C, NV>(ahead.y, ch, ow0, ow1, c0);
         DwForwardTile<C, V, P, NV>(g, xr, w, yrow, zeros, ow0, c0, stream);
+      }
       for (; c0 + L <= c_hi; c0 += L)
         DwForwardTile<C, V, P, 1>(g, xr, w, yrow, zeros, ow0, c0, stream);
     }
@@ -373,22 +410,23 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
 
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwForwardRowT(const ConvGeometry& g, const C* const* xr, const C* __restrict w,
-                                  C* __restrict yrow, const C* zeros) {
-  DwForwardRowImpl<C, V, P, NV, false>(g, xr, w, yrow, zeros);
+                                  C* __restrict yrow, const C* zeros, RowsAhead<C> ahead) {
+  DwForwardRowImpl<C, V, P, NV, false>(g, xr, w, yrow, zeros, ahead);
 }
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwForwardRowStreamT(const ConvGeometry& g, const C* const* xr,
-                                        const C* __restrict w, C* __restrict yrow, const C* zeros) {
+                                        const C* __restrict w, C* __restrict yrow, const C* zeros,
+                                        RowsAhead<C> ahead) {
   if constexpr (kIsSplitVec<V>) {
     // Streamed stores are AVX-512's (ForwardRowFor): the other ISAs' variants, never called,
     // are the plain loops, correct and quick to compile.
     DwForwardChannels(g, xr, w, yrow, 0);
   } else {
-    DwForwardRowImpl<C, V, P, NV, true>(g, xr, w, yrow, zeros);
+    DwForwardRowImpl<C, V, P, NV, true>(g, xr, w, yrow, zeros, ahead);
   }
 }
 
-// Row functions that take the input rows as pointers (forward, filter gradient), one per ISA
+// Row functions that take the input rows as pointers (filter gradient), one per ISA
 // (BF_CONV_ISA_FNS), as BF_CONV_ROW_FNS defines them for the other signature.
 template <typename C>
 using DwRowsFn = void (*)(const ConvGeometry&, const C* const*, const C*, C*, const C*);
@@ -397,10 +435,19 @@ using DwRowsFn = void (*)(const ConvGeometry&, const C* const*, const C*, C*, co
   BF_CONV_ISA_FNS(Name, Impl, C, DwRowsFn<C>,                                                \
                   (const ConvGeometry& g, const C* const* xr, const C* b, C* y, const C* z), \
                   (g, xr, b, y, z))
-BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, float)
-BF_DW_ROWS_FNS(DwForwardRow, DwForwardRowT, double)
-BF_DW_ROWS_FNS(DwForwardRowStream, DwForwardRowStreamT, float)
-BF_DW_ROWS_FNS(DwForwardRowStream, DwForwardRowStreamT, double)
+// The forward's, which also take the next row's rows to prefetch.
+template <typename C>
+using DwForwardFn = void (*)(const ConvGeometry&, const C* const*, const C*, C*, const C*,
+                             RowsAhead<C>);
+#define BF_DW_FORWARD_FNS(Name, Impl, C)                                                         \
+  BF_CONV_ISA_FNS(                                                                               \
+      Name, Impl, C, DwForwardFn<C>,                                                             \
+      (const ConvGeometry& g, const C* const* xr, const C* b, C* y, const C* z, RowsAhead<C> a), \
+      (g, xr, b, y, z, a))
+BF_DW_FORWARD_FNS(DwForwardRow, DwForwardRowT, float)
+BF_DW_FORWARD_FNS(DwForwardRow, DwForwardRowT, double)
+BF_DW_FORWARD_FNS(DwForwardRowStream, DwForwardRowStreamT, float)
+BF_DW_FORWARD_FNS(DwForwardRowStream, DwForwardRowStreamT, double)
 // NOLINTEND(bugprone-macro-parentheses)
 
 // Input gradient tile: dx[iw = r + sw*(t0 + p), c0 + c] for p < P, c < NV*L, = sum over the
@@ -979,8 +1026,26 @@ bool StreamsOutput(int64_t elements) {
 // bypass the caches. One pinned core, CPU time: mnv1_dw1_112x32 (12.8 MB) 1.71-1.82 ->
 // 1.27-1.30 ms, mnv2_dw_56x144 3.19-3.25 -> 1.81-2.52, dw_mult2_56x64 2.15-2.18 -> 1.49-1.53.
 template <typename C>
-DwRowsFn<C> ForwardRowFor(int64_t elements) {
+DwForwardFn<C> ForwardRowFor(int64_t elements) {
   return StreamsOutput<C>(elements) ? DwForwardRowStream(C{}) : DwForwardRow(C{});
+}
+
+// Whether the forward row kernel prefetches the next row's input and result rows (RowsAhead)
+// for operands (input and result) of `bytes`: where they take more than half the L3, which then
+// does not keep them between calls. The sweeps go along a row one block of channels at a time,
+// reading and writing a 128-byte piece of every pixel, which the hardware prefetchers do not run
+// ahead of: Cascade Lake (35.8 MB L3), bf_vs_onednn's cases with and without, alternated call
+// by call, minimum of 15-40 calls, one pinned core: forward mnv1_dw1_112x32 (51 MB) 2.84 ->
+// 2.21 ms, mnv1_dw4_56x128 3.25 -> 2.28, mnv2_dw_56x144 3.96 -> 2.94, dw_mult2_56x64 (its
+// result only: its input rows are copied) 3.80 -> 2.31; the input gradients of mnv1_dw4 3.34 ->
+// 2.31, mnv2_dw_56x144 4.14 -> 2.95, mnv1_dw1 3.31 -> 2.57; two threads 1.17-1.45x as fast.
+// With a quarter of the L3 as the bound, the 10-13 MB layers went both ways: mnv1_dw6_28x256
+// 3-25% faster on one thread, 20% slower on two, mnv2_dw_28x192 8-16% slower on both (its
+// operands stay in the L3). A stride-2 layer's tiles (result rows only) change by 1-2%.
+constexpr int64_t kAheadShare = 2;
+template <typename C>
+bool PrefetchesRowsAhead(int64_t elements) {
+  return OutgrowsSharedCache(elements * static_cast<int64_t>(sizeof(C)), kAheadShare);
 }
 
 // The kernel set: one function per op, rows in parallel, polling the cancel flag before each
@@ -1064,12 +1129,17 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   ResultRows<T> out(args, g.out_h, g.out_w, g.out_depth, nt);
   // Rows computed into a per-thread row (read right back to be stored) are never streamed.
-  const DwRowsFn<C> row = out.direct() ? ForwardRowFor<C>(rows * row_size) : DwForwardRow(C{});
+  const DwForwardFn<C> row = out.direct() ? ForwardRowFor<C>(rows * row_size) : DwForwardRow(C{});
   ExpandedInputRows<S, C> xrows(g, x, format, nt);
   const ConvGeometry& e = xrows.geometry();
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
+  const bool ahead =
+      PrefetchesRowsAhead<C>(g.batch * g.in_h * g.in_w * g.in_depth + rows * row_size);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
-    row(e, xrows.FilterRows(thread, r), args.w, out.Row(r, thread), zeros.data());
+    RowsAhead<C> next;
+    if (ahead && out.direct() && r + 1 < rows)
+      next = {xrows.OwnRow(r + 1, g.filter_h - 1), out.Row(r + 1, thread)};
+    row(e, xrows.FilterRows(thread, r), args.w, out.Row(r, thread), zeros.data(), next);
     out.Done(r, thread);
   });
 }
@@ -1127,7 +1197,7 @@ void ForwardInChannelBlocks(const ConvGeometry& f, const T* x, const ComputeT<T>
   PerThread<C> wb(nt, f.filter_h * f.filter_w * G);
   PerThread<const C*> rows(nt, f.filter_h);
   const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
-  const DwRowsFn<C> row = DwForwardRow(C{});
+  const DwForwardFn<C> row = DwForwardRow(C{});
   const int64_t taps = f.filter_h * f.filter_w;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t item = 0; item < items; ++item) {
@@ -1148,7 +1218,7 @@ void ForwardInChannelBlocks(const ConvGeometry& f, const T* x, const ComputeT<T>
         GatherRows(xb, DataFormat::kNCHW, f.in_h, f.in_w, gs, 0, lo, hi - lo, xin[t], gs);
       for (int64_t oh = oh0; oh < oh1; ++oh) {
         BlockFilterRows(f, oh, xin[t], lo, f.in_w * gs, xr);
-        row(e, xr, wb[t], yout[t] + (oh - oh0) * f.out_w * gs, zeros.data());
+        row(e, xr, wb[t], yout[t] + (oh - oh0) * f.out_w * gs, zeros.data(), {});
       }
       ScatterRows(yout[t], yb, DataFormat::kNCHW, f.out_h, f.out_w, gs, 0, oh0, oh1 - oh0);
     }
@@ -1211,7 +1281,7 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
   const int nt = ThreadsFor(ctx.num_threads, rows * row_cost, 1 << 15);
   ResultRows<T> out(args, g.in_h, g.in_w, g.in_depth, nt);
   // With M > 1 the rows go to a per-thread row first (read right back): not streamed.
-  const DwRowsFn<C> row =
+  const DwForwardFn<C> row =
       mult == 1 && out.direct() ? ForwardRowFor<C>(rows * row_size) : DwForwardRow(C{});
   // Per-thread buffers, allocated here, outside the region: dy row pointers, and with M > 1 one
   // row of per-channel gradients before the sum over m; dy's converted rows.
@@ -1221,6 +1291,7 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
   std::optional<ExpandedInputRows<S, C>> converted;
   if (!std::is_same_v<S, C> || format == DataFormat::kNCHW) converted.emplace(f, dy, format, nt);
   const ConvGeometry& fr = converted ? converted->geometry() : f;  // fr.in_depth: dy's stride
+  const bool ahead = PrefetchesRowsAhead<C>(g.batch * g.out_h * g.out_w * ch + rows * row_size);
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
@@ -1239,11 +1310,22 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
           drt[kh] = (oh >= 0 && oh < g.out_h) ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
         }
       }
+      // The next dx row's: its result row and the dy row its last filter row reads (dy's own).
+      RowsAhead<C> next;
+      if (ahead && mult == 1 && out.direct() && r + 1 < rows) {
+        next.y = out.Row(r + 1, t);
+        if constexpr (std::is_same_v<S, C>) {
+          const int64_t n1 = (r + 1) / g.in_h;
+          const int64_t oh1 = (r + 1) % g.in_h - f.pad_top + (g.filter_h - 1) * g.dilation_h;
+          if (!converted && oh1 >= 0 && oh1 < g.out_h)
+            next.x = dy + (n1 * g.out_h + oh1) * g.out_w * ch;
+        }
+      }
       C* dxrow = out.Row(r, t);
       if (mult == 1) {
-        row(fr, dyrows, wf.data(), dxrow, zeros.data());
+        row(fr, dyrows, wf.data(), dxrow, zeros.data(), next);
       } else {
-        row(fr, dyrows, wf.data(), tmpt, zeros.data());
+        row(fr, dyrows, wf.data(), tmpt, zeros.data(), next);
         SumOverMultiplier(tmpt, dxrow, row_size, mult);
       }
       out.Done(r, t);

@@ -98,11 +98,19 @@ std::atomic<int64_t>& SharedCacheOverride() {
   static std::atomic<int64_t> bytes{-1};
   return bytes;
 }
+
+// The L3's size as the two functions below take it (0: unknown).
+int64_t SharedCacheBytes() {
+  const int64_t forced = SharedCacheOverride().load(std::memory_order_relaxed);
+  return forced >= 0 ? forced : CacheBytes(3, 0);
+}
 }  // namespace
 
-bool FitsSharedCache(int64_t bytes) {
-  const int64_t forced = SharedCacheOverride().load(std::memory_order_relaxed);
-  return bytes <= (forced >= 0 ? forced : CacheBytes(3, 0)) / 2;
+bool FitsSharedCache(int64_t bytes) { return bytes <= SharedCacheBytes() / 2; }
+
+bool OutgrowsSharedCache(int64_t bytes, int64_t share) {
+  const int64_t l3 = SharedCacheBytes();
+  return l3 > 0 && bytes > l3 / share;
 }
 
 void SetSharedCacheForTesting(int64_t bytes) {

@@ -41,8 +41,13 @@ int64_t CacheBytes(int level, int64_t fallback);
 /// op that reads it next (and for the next call of the same op). Kernels store results past the
 /// caches only when it does not; false when the L3's size is unknown.
 bool FitsSharedCache(int64_t bytes);
-/// Makes FitsSharedCache take the L3 as `bytes` (0: results never fit, so that tests reach the
-/// streamed stores on any host); a negative value restores the CPU's.
+/// Whether operands of `bytes` take more than 1/`share` of the shared L3, so that a call finds
+/// them in memory rather than in the caches more often than not: kernels then prefetch the rows
+/// they read and write next. False when the L3's size is unknown.
+bool OutgrowsSharedCache(int64_t bytes, int64_t share);
+/// Makes FitsSharedCache and OutgrowsSharedCache take the L3 as `bytes` (0: results never fit
+/// and operands never outgrow it, so that tests reach the streamed stores on any host; 1: every
+/// operand outgrows it); a negative value restores the CPU's.
 void SetSharedCacheForTesting(int64_t bytes);
 
 /// dst[j * dst_stride + i] = src[i * src_stride + j] for i, j < 8, in AVX registers. Only for

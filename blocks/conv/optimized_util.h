@@ -166,6 +166,32 @@ static Status RunOptimizedKernels(const ConvState& s, const Tensor& a, const Ten
     static void BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx); \
   }
 
+/// Part `part` of `parts` of the cache lines of a row of `bytes` at `row` (none if row is
+/// nullptr), prefetched a few lines at a time by `steps` calls of Next, one per step of a loop
+/// along another row: the parts together take every line of the row once.
+class LinesAhead {
+ public:
+  LinesAhead(const void* row, int64_t bytes, int64_t parts, int64_t part, int64_t steps) {
+    if (row == nullptr) return;
+    const int64_t lines = (bytes + 63) / 64, per_part = (lines + parts - 1) / parts;
+    const int64_t first = std::min(lines, part * per_part);
+    next_ = static_cast<const char*>(row) + first * 64;
+    left_ = std::min(per_part, lines - first);
+    step_ = (per_part + steps - 1) / steps;
+  }
+  BF_CONV_INLINE void Next() {
+    for (int64_t i = 0; i < step_ && left_ > 0; ++i, --left_, next_ += 64)
+      __builtin_prefetch(next_);
+  }
+  /// The next line to prefetch and how many are left.
+  const char* next() const { return next_; }
+  int64_t left() const { return left_; }
+
+ private:
+  const char* next_ = nullptr;
+  int64_t left_ = 0, step_ = 0;
+};
+
 /// Runs `row(r, thread)` for every r in [0, rows) on `nt` threads, statically scheduled, and
 /// skips the rows left once `ctx` is cancelled.
 template <typename Row>

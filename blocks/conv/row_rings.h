@@ -181,6 +181,18 @@ class ExpandedInputRows {
     return xr;
   }
 
+  /// The input's own row that filter row kh of output row r reads, where the rows are not
+  /// copied (NHWC of C without a multiplier) and it lies inside the input; nullptr otherwise.
+  /// For a kernel to prefetch (FilterRows returns it when the kernel gets to row r).
+  const C* OwnRow(int64_t r, int64_t kh) const {
+    if constexpr (std::is_same_v<S, C>) {
+      const int64_t n = r / g_.out_h, ih = g_.input_row(r % g_.out_h, kh);
+      if (!ExpandedRows<S, C>::Copies(g_, format_) && ih >= 0 && ih < g_.in_h)
+        return x_ + (n * g_.in_h + ih) * g_.in_w * g_.in_depth;
+    }
+    return nullptr;
+  }
+
   /// Image n's input rows, expanded, on thread `thread` (whole_images only): row ih starts at
   /// ih * in_w * geometry().in_depth.
   const C* Image(int thread, int64_t n) {

@@ -438,14 +438,51 @@ void CheckLargeAgainstReference(const Problem& p, int op, DType dtype, int64_t m
   }
 }
 
-// Takes the shared L3 as holding nothing while alive, so that the results below store past the
-// caches on any host (a host's L3 keeps them otherwise: FitsSharedCache).
-struct NoSharedCache {
-  NoSharedCache() { internal::SetSharedCacheForTesting(0); }
-  ~NoSharedCache() { internal::SetSharedCacheForTesting(-1); }
-  NoSharedCache(const NoSharedCache&) = delete;
-  NoSharedCache& operator=(const NoSharedCache&) = delete;
+// Takes the shared L3 as `bytes` while alive: 0 holds nothing, so that the results below store
+// past the caches on any host (a host's L3 keeps them otherwise: FitsSharedCache); 1 makes
+// every operand outgrow it (OutgrowsSharedCache), so that kernels prefetch the rows ahead.
+struct SharedCacheOf {
+  explicit SharedCacheOf(int64_t bytes) { internal::SetSharedCacheForTesting(bytes); }
+  ~SharedCacheOf() { internal::SetSharedCacheForTesting(-1); }
+  SharedCacheOf(const SharedCacheOf&) = delete;
+  SharedCacheOf& operator=(const SharedCacheOf&) = delete;
 };
+
+// Where operands outgrow the L3, the depthwise forward and stride-1 input gradient prefetch the
+// next row's input and result rows as they go (RowsAhead): in the 3x3 sweeps (64 channels: two
+// blocks; 80: two and a half vectors, the half in tiles), in tiles (512 channels, whose pixels
+// crowd the L1's sets; a 5x5 filter), with a multiplier (the input in a ring: only the result
+// prefetched), over two images (the last row of the first prefetches the second's), in float32
+// and float64. The same values as the reference at every ISA and 1 and 2 threads.
+TEST(RowsAhead, DepthwiseForwardAndInputGradient) {
+  struct Case {
+    int64_t channels, mult, f;  // channels: C * M; f: the filter's side
+    const char* padding;
+  };
+  const Case cases[] = {{64, 1, 3, "SAME"},
+                        {80, 1, 3, "VALID"},
+                        {512, 1, 3, "SAME"},
+                        {48, 1, 5, "SAME"},
+                        {64, 2, 3, "SAME"}};
+  const SharedCacheOf tiny_l3(1);
+  std::mt19937_64 rng(29);
+  for (DType dtype : {DType::kFloat32, DType::kFloat64})
+    for (const Case& k : cases)
+      for (int op : {0, 1}) {
+        Problem p;
+        p.depthwise = true;
+        p.padding = k.padding;
+        p.n = 2;
+        p.h = 9;
+        p.w = 11;
+        p.c = k.channels / k.mult;
+        p.mult = k.mult;
+        p.fh = p.fw = k.f;
+        CheckLargeAgainstReference(
+            p, op, dtype, 0, [](const ConvGeometry& g) { return g.out_h; }, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
 
 // Depthwise outputs larger than 5 MiB store past the caches (non-temporal stores with
 // AVX-512) where the L3 would not keep them: the forward and the stride-1 input gradient (which
@@ -461,7 +498,7 @@ TEST(StreamedStores, LargeDepthwiseOutputs) {
       {1, 2, 1, 260, 256, 64},  {1, 2, 2, 260, 256, 64},  {0, 1, 1, 130, 128, 128},
       {0, 1, 2, 130, 128, 128}, {1, 1, 1, 130, 128, 128}, {1, 1, 2, 130, 128, 128},
   };
-  const NoSharedCache no_l3;
+  const SharedCacheOf no_l3(0);
   std::mt19937_64 rng(21);
   for (const Case& k : cases) {
     Problem p;
@@ -535,7 +572,7 @@ TEST(StreamedStores, LargeDenseResults) {
       {1, 3, 1, 72, 61, 128, 16},  // the input gradient as a forward, 2.25 MB
       {1, 3, 2, 96, 97, 64, 32},   // the strided input gradient, 2.38 MB
   };
-  const NoSharedCache no_l3;
+  const SharedCacheOf no_l3(0);
   std::mt19937_64 rng(22);
   for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
     for (const Case& k : cases) {

@@ -10,6 +10,7 @@
 
 #include "blocks/conv/isa.h"
 #include "blocks/conv/layout.h"
+#include "blocks/conv/optimized_util.h"
 #include "core/dtype.h"
 
 namespace blockflow::conv::internal {
@@ -64,6 +65,47 @@ TEST(SharedCache, FitsHalfTheL3) {
   const int64_t l3 = CacheBytes(3, 0);
   EXPECT_EQ(FitsSharedCache(l3 / 2 + 1), false) << "L3 " << l3;
   EXPECT_EQ(FitsSharedCache(int64_t{1} << 20), l3 >= int64_t{2} << 20) << "L3 " << l3;
+}
+
+TEST(SharedCache, OperandsOutgrowAShareOfTheL3) {
+  SetSharedCacheForTesting(int64_t{8} << 20);
+  EXPECT_FALSE(OutgrowsSharedCache(int64_t{2} << 20, 4));
+  EXPECT_TRUE(OutgrowsSharedCache((int64_t{2} << 20) + 1, 4));
+  SetSharedCacheForTesting(0);  // as an unknown L3: nothing outgrows it
+  EXPECT_FALSE(OutgrowsSharedCache(int64_t{1} << 40, 4));
+  SetSharedCacheForTesting(1);
+  EXPECT_TRUE(OutgrowsSharedCache(1, 4));
+  SetSharedCacheForTesting(-1);
+  const int64_t l3 = CacheBytes(3, 0);
+  EXPECT_EQ(OutgrowsSharedCache(l3 / 4 + 1, 4), l3 > 0) << "L3 " << l3;
+  EXPECT_FALSE(OutgrowsSharedCache(l3 / 4, 4)) << "L3 " << l3;
+}
+
+// The parts of a row that LinesAhead prefetches follow one another and take each of its lines
+// once, within the given number of steps, for rows that are and are not whole lines and parts
+// that do and do not divide them.
+TEST(LinesAhead, PartsTakeEveryLineOnceInTheirSteps) {
+  constexpr int64_t kLine = 64;
+  alignas(64) static char row[kLine * 100];
+  for (int64_t bytes : {int64_t{1}, kLine, kLine + 1, kLine * 37, kLine * 100})
+    for (int64_t parts : {1, 3, 8})
+      for (int64_t steps : {1, 2, 5, 40}) {
+        const std::string what = std::to_string(bytes) + " bytes, " + std::to_string(parts) +
+                                 " parts, " + std::to_string(steps) + " steps";
+        const char* expect = row;
+        for (int64_t part = 0; part < parts; ++part) {
+          LinesAhead a(row, bytes, parts, part, steps);
+          if (a.left() > 0) {
+            EXPECT_EQ(a.next(), expect) << what << ", part " << part;
+            expect += kLine * a.left();
+          }
+          for (int64_t s = 0; s < steps; ++s) a.Next();
+          EXPECT_EQ(a.left(), 0) << what << ", part " << part;
+        }
+        EXPECT_EQ(expect, row + (bytes + kLine - 1) / kLine * kLine) << what;
+      }
+  const LinesAhead none(nullptr, kLine * 10, 2, 0, 3);
+  EXPECT_EQ(none.left(), 0);
 }
 
 }  // namespace
