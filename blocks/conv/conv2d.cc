@@ -1421,11 +1421,30 @@ void DirectForward(const KernelArgs<T>& args, const ConvGeometry& g, const S* x,
   ResultRows<T> out(args, g.out_h, g.out_w, g.out_depth, nt);
   const bool stream = out.direct() && StreamsResult<C>(args.result_streamable, rows * g.out_w,
                                                        g.out_depth, g.groups, nt);
-  ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
-    row(g, xrows.FilterRows(thread, r), packed.data(), out.Row(r, thread), r % g.out_h,
-        zeros.data(), stream);
-    out.Done(r, thread);
-  });
+  // Where the packed filter fits in L2, each thread but the first reads it from a copy of its
+  // own (made once per call, into a buffer the thread keeps) rather than both cores reading the
+  // lines that the parallel packing left in the other's L2. Two threads, best of 4 runs of two
+  // builds alternated: resnet_56x64's forward 8.18 -> 7.74 ms, its input gradient 8.20 -> 7.88,
+  // the stride-2 28x128 forward 2.11 -> 2.04; resnet_28x128 (a 590 KB filter) and the stem
+  // within 1-4% either way.
+  const bool copies =
+      nt > 1 && static_cast<int64_t>(packed->size() * sizeof(C)) <= CacheBytes(2, int64_t{1} << 20);
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    Reused<C> copy(kSlotFilterCopy);
+    const C* wp = packed.data();
+    if (copies && t > 0) {
+      copy->assign(packed->begin(), packed->end());
+      wp = copy.data();
+    }
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      if (ctx.cancelled()) continue;
+      row(g, xrows.FilterRows(t, r), wp, out.Row(r, t), r % g.out_h, zeros.data(), stream);
+      out.Done(r, t);
+    }
+  }
 }
 
 // At stride 1 the input gradient is a forward convolution: dx[ih, iw, ci] = sum over (kh, kw)
