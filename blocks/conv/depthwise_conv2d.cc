@@ -1043,21 +1043,23 @@ DwForwardFn<C> ForwardRowFor(int64_t elements) {
 }
 
 // Whether the forward row kernel prefetches the next row's input and result rows (RowsAhead)
-// for operands (input and result) of `bytes`: where they take more than half the L3, which then
-// does not keep them between calls. The sweeps go along a row one block of channels at a time,
-// reading and writing a 128-byte piece of every pixel, which the hardware prefetchers do not run
-// ahead of: Cascade Lake (35.8 MB L3), bf_vs_onednn's cases with and without, alternated call
-// by call, minimum of 15-40 calls, one pinned core: forward mnv1_dw1_112x32 (51 MB) 2.84 ->
-// 2.21 ms, mnv1_dw4_56x128 3.25 -> 2.28, mnv2_dw_56x144 3.96 -> 2.94, dw_mult2_56x64 (its
-// result only: its input rows are copied) 3.80 -> 2.31; the input gradients of mnv1_dw4 3.34 ->
-// 2.31, mnv2_dw_56x144 4.14 -> 2.95, mnv1_dw1 3.31 -> 2.57; two threads 1.17-1.45x as fast.
-// With a quarter of the L3 as the bound, the 10-13 MB layers went both ways: mnv1_dw6_28x256
-// 3-25% faster on one thread, 20% slower on two, mnv2_dw_28x192 8-16% slower on both (its
-// operands stay in the L3). A stride-2 layer's tiles (result rows only) change by 1-2%.
+// for operands (input and result) of `elements` values: where they take more than half the L3
+// (and the result is not streamed past the caches: ForwardRowFor), which then does not keep
+// them between calls. The sweeps go along a row one block of channels at a time, reading and
+// writing a 128-byte piece of every pixel, which the hardware prefetchers do not run ahead of.
+// Cascade Lake (35.8 MB L3), bf_vs_onednn's cases with and without, alternated call by call,
+// minimum of 15-40 calls, one pinned core: forward mnv1_dw1_112x32 (25.7 MB) 2.84 -> 2.21 ms,
+// mnv1_dw4_56x128 3.25 -> 2.28, mnv2_dw_56x144 3.96 -> 2.94, dw_mult2_56x64 (its result only:
+// its input rows are copied) 3.80 -> 2.31; the input gradients of mnv1_dw4 3.34 -> 2.31,
+// mnv2_dw_56x144 4.14 -> 2.95, mnv1_dw1 3.31 -> 2.57; two threads 1.17-1.45x as fast. With a
+// quarter of the L3 as the bound, the 10-13 MB layers went both ways: mnv1_dw6_28x256 3-25%
+// faster on one thread, 20% slower on two, mnv2_dw_28x192 8-16% slower on both (its operands
+// stay in the L3). A stride-2 layer's tiles (result rows only) change by 1-2%.
 // Smaller operands get the next channel block's pieces prefetched one sweep ahead instead
-// (RowsAhead::next_block), which costs nothing where they are in L2 and saves the sweeps' waits
-// on the L3: forward and input gradient of mnv2_dw_14x384 and _14x576 8-9% faster, of
-// mnv2_dw_28x192 and mnv1_dw6_28x256 11-16% (same comparison); two threads, forward, 2-10%.
+// (RowsAhead::next_block), which saves the sweeps' waits on the L3: forward and input gradient
+// of mnv2_dw_14x384 and _14x576 8-9% faster, of mnv2_dw_28x192 and mnv1_dw6_28x256 11-16% (same
+// comparison); two threads, forward, 2-10%; in double (bf_conv_bench) mnv2_dw_28x192 and
+// mnv1_dw6 8-13% faster, mnv2_dw_14x384 3% slower.
 constexpr int64_t kAheadShare = 2;
 template <typename C>
 bool PrefetchesRowsAhead(int64_t elements) {
@@ -1153,9 +1155,12 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
       PrefetchesRowsAhead<C>(g.batch * g.in_h * g.in_w * g.in_depth + rows * row_size);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
     RowsAhead<C> next;
-    next.next_block = out.direct() && !ahead;
-    if (ahead && out.direct() && r + 1 < rows)
-      next = {xrows.OwnRow(r + 1, g.filter_h - 1), out.Row(r + 1, thread)};
+    if (out.direct() && !ahead) {
+      next.next_block = true;
+    } else if (out.direct() && r + 1 < rows) {
+      next.x = xrows.OwnRow(r + 1, g.filter_h - 1);
+      next.y = out.Row(r + 1, thread);
+    }
     row(e, xrows.FilterRows(thread, r), args.w, out.Row(r, thread), zeros.data(), next);
     out.Done(r, thread);
   });
