@@ -112,12 +112,14 @@ constexpr bool CrowdsL1Sets(int64_t stride) {
 // row; nullptr where there is nothing worth prefetching (input rows copied into a ring, results
 // in a per-thread row, no next row). Otherwise, with next_block, the 3x3 sweeps prefetch the
 // next channel block's pieces of the current row's last input row and result row, one sweep
-// ahead (where the result row is the result's own).
+// ahead (where the result row is the result's own). own_rows: the input rows are the input's
+// own (not copied into a ring, where they would be in cache already).
 template <typename C>
 struct RowsAhead {
   const C* x = nullptr;
   const C* y = nullptr;
   bool next_block = false;
+  bool own_rows = false;
 };
 
 // Prefetches the NV vectors at channel c0 of the pixels [ow0, ow1) of the result row y (if any).
@@ -338,14 +340,22 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
   const int64_t ch = g.out_depth, c_vec = ch - ch % L;
   const bool stream =
       kStream && !kIsSplitVec<V> && ch % L == 0 && reinterpret_cast<uintptr_t>(yrow) % 64 == 0;
-  if (stream) ahead = {};  // streamed stores do not read their lines
+  if (stream) {  // streamed stores do not read their lines
+    ahead.y = nullptr;
+    ahead.next_block = false;
+  }
   // At stride 1 the last filter row reads the input row that the previous output row did not:
   // on layers larger than the caches it comes from memory, so it is prefetched kAhead tiles
-  // ahead (10-20% on the 28- to 112-pixel layers of one pinned core; at stride 2, with two
-  // fresh rows and twice the columns per tile, the prefetches cost more than they saved).
+  // ahead (10-20% on the 28- to 112-pixel layers of one pinned core). At stride 2 the last two
+  // are new, prefetched likewise where they are the input's own rows: one pinned core, both
+  // alternated call by call, mnv1_dw2_112x64_s2 3.29 -> 3.12 ms (2.88 -> 2.70 in
+  // bf_conv_bench), mnv2_dw_112x96_s2 5.19 -> 4.70, two threads 7-11% faster, float64 0-4%. On
+  // rows copied into a ring (float16, NCHW) they cost 3-10%, as on an earlier host everywhere.
   constexpr int64_t kAhead = 2;
   const int64_t px_bytes = g.in_depth * static_cast<int64_t>(sizeof(C));
-  const int64_t kh_fresh = g.stride_h == 1 ? g.filter_h - 1 : g.filter_h;
+  const int64_t kh_fresh = g.stride_h == 1  ? g.filter_h - 1
+                           : ahead.own_rows ? std::max<int64_t>(0, g.filter_h - g.stride_h)
+                                            : g.filter_h;
   // The pixel tiles: 7 wide with AVX-512 on rows that P-wide tiles leave columns of (7 and 14
   // pixels: 0.152 -> 0.137-0.145 ms on mnv1_dw13_7x1024, 0.21 -> 0.15-0.17 on mnv2_dw_14x384),
   // P otherwise (7-wide tiles measured 5-30% slower on the 28- to 112-pixel layers). In float,
@@ -1153,8 +1163,10 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   const bool ahead =
       PrefetchesRowsAhead<C>(g.batch * g.in_h * g.in_w * g.in_depth + rows * row_size);
+  const bool own_rows = !ExpandedRows<S, C>::Copies(g, format);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
     RowsAhead<C> next;
+    next.own_rows = own_rows;
     if (out.direct() && !ahead) {
       next.next_block = true;
     } else if (out.direct() && r + 1 < rows) {
