@@ -1326,6 +1326,11 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
   if (!std::is_same_v<S, C> || format == DataFormat::kNCHW) converted.emplace(f, dy, format, nt);
   const ConvGeometry& fr = converted ? converted->geometry() : f;  // fr.in_depth: dy's stride
   const bool ahead = PrefetchesRowsAhead<C>(g.batch * g.out_h * g.out_w * ch + rows * row_size);
+  // dy's own row (NHWC of C) that filter row kh of dx row r reads, nullptr outside dy.
+  const auto dy_row = [&](int64_t r, int64_t kh) -> const S* {
+    const int64_t n = r / g.in_h, oh = r % g.in_h - f.pad_top + kh * g.dilation_h;
+    return oh >= 0 && oh < g.out_h ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
+  };
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
@@ -1334,15 +1339,11 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       if (ctx.cancelled()) continue;
-      const int64_t n = r / g.in_h, ih = r % g.in_h;
       const C* const* dyrows = drt;
       if (converted) {
         dyrows = converted->FilterRows(t, r);
       } else if constexpr (std::is_same_v<S, C>) {
-        for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-          const int64_t oh = ih - f.pad_top + kh * g.dilation_h;
-          drt[kh] = (oh >= 0 && oh < g.out_h) ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
-        }
+        for (int64_t kh = 0; kh < g.filter_h; ++kh) drt[kh] = dy_row(r, kh);
       }
       // The next dx row's: its result row and the dy row its last filter row reads (dy's own).
       RowsAhead<C> next;
@@ -1350,10 +1351,7 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
       if (ahead && mult == 1 && out.direct() && r + 1 < rows) {
         next.y = out.Row(r + 1, t);
         if constexpr (std::is_same_v<S, C>) {
-          const int64_t n1 = (r + 1) / g.in_h;
-          const int64_t oh1 = (r + 1) % g.in_h - f.pad_top + (g.filter_h - 1) * g.dilation_h;
-          if (!converted && oh1 >= 0 && oh1 < g.out_h)
-            next.x = dy + (n1 * g.out_h + oh1) * g.out_w * ch;
+          if (!converted) next.x = dy_row(r + 1, g.filter_h - 1);
         }
       }
       C* dxrow = out.Row(r, t);
