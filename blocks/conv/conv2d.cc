@@ -797,68 +797,122 @@ BF_CONV_INLINE void BackpropFilterRunRows(const ConvGeometry& g, const C* x, con
 inline int64_t PhaseColumns(const ConvGeometry& g) {
   return (g.in_w + g.stride_w - 1) / g.stride_w;
 }
-// The values PackTileInputs writes per filter row for `images` images.
+// The values PackTileInputs writes per input row for `images` images.
 inline int64_t PackedRowValues(const ConvGeometry& g, int64_t images) {
   return g.in_depth * g.stride_w * images * PhaseColumns(g);
 }
-// Whether the filter gradient's tiles of P input channels read x packed (PackTileInputs): at
-// column strides above 1. On the 28x128 stride-2 layer packing takes 7% of the time and made
-// the tiles 12% faster; at stride 1 (each line of x read by two tiles in a row) the 28x128 layer
-// took as long packed (11.6 ms against 11.5) and the 56x64 one 5% longer (its packed rows serve
-// two blocks of output channels, not four).
+
+// A thread's input rows packed for the filter gradient's tiles (PackTileInputs), kept from one
+// output row to the next within a call: a 3x3 filter's next output row reads two of the three
+// rows again at stride 1, one at stride 2, so each row is packed once per work item, not once
+// per output row reading it. Slot s holds, at values + s * slot_values, the input row
+// held[s].ih of work item held[s].item (none: item -1); `item` is the work item whose rows are
+// asked for next. Filters of up to kMaxPackedRows rows.
+constexpr int kMaxPackedRows = 8;
+template <typename C>
+struct alignas(64) PackedRows {  // a thread's own cache lines
+  struct Held {
+    int64_t item, ih;
+  };
+  C* values;
+  int64_t slot_values, item;
+  Held held[kMaxPackedRows];
+};
+// Whether the filter gradient's tiles of P input channels read x packed (PackTileInputs): with
+// a slot for every filter row. Packed at stride 2, the 28x128 layer's tiles had run 12% faster;
+// packed at stride 1 only once each row was packed once (PackedRows), not three times: the
+// 56x64 layer 7% faster and 28x128 3% (one pinned core, the two alternated call by call, the
+// median of 60-70 paired calls; 28x128 in float64 4%), where packing a row for every output
+// row reading it had cost as much as it saved. Keeping the rows took the stride-2 layer's
+// packing from 9% of its time to 7%, 3% faster overall.
 inline bool PacksTileInputs(const ConvGeometry& g, int64_t P) {
-  return g.stride_w > 1 && g.filter_in_depth >= P;
+  return g.filter_in_depth >= P && g.filter_h <= kMaxPackedRows;
 }
-// The room PackTileInputs needs for work items of `images` images (none where it never packs).
-inline int64_t PackedInputValues(const ConvGeometry& g, int64_t images) {
-  return PacksTileInputs(g, 1) ? g.filter_h * PackedRowValues(g, images) : 0;
+// The room of one PackedRows slot, and that of all of them (none where it never packs), for
+// work items of `images` images.
+template <typename C>
+int64_t PackedSlotValues(const ConvGeometry& g, int64_t images) {
+  return WholeLines<C>(PackedRowValues(g, images));
+}
+template <typename C>
+int64_t PackedInputValues(const ConvGeometry& g, int64_t images) {
+  return PacksTileInputs(g, 1) ? g.filter_h * PackedSlotValues<C>(g, images) : 0;
 }
 
-// The input rows that output row oh of the images [n0, n1) reads, packed for the filter
-// gradient's tiles: per filter row kh inside the input, per group's block b of P input channels
-// (the whole blocks), per stride phase r and image n, the columns iw = r + t * stride_w one
-// after the other, P values each, at xp + kh * PackedRowValues(g, images) +
-// ((((grp * blocks + b) * sw + r) * images + n) * PhaseColumns(g) + t) * P. A tile then reads
+// Input row ih of the images [n0, n1) packed for the filter gradient's tiles, into xk: per
+// group's block b of P input channels (the whole blocks), per stride phase r and image n, the
+// columns iw = r + t * stride_w one after the other, P values each, at
+// xk + ((((grp * blocks + b) * sw + r) * images + n) * PhaseColumns(g) + t) * P. A tile then reads
 // its columns as one contiguous run. Read where they lie, the 28x128 stride-2 layer's columns
 // 1 KB apart, a tile's 56 columns of 8 channels touched 56 lines for 32 bytes of each, and the
 // lines of the 4 images' rows it reduces over did not stay in L1 from one tile to the next: its
 // filter gradient ran at 82% of the FMA peak (95% when, as a timing experiment, every image
-// read the first one's row).
+// read the first one's row). The columns go phase by phase (a column's place once came from a
+// division by the stride, a 64-bit idiv per column).
 template <typename C, int P>
-BF_CONV_INLINE void PackTileInputs(const ConvGeometry& g, const C* __restrict x, int64_t n0,
-                                   int64_t n1, int64_t oh, C* __restrict xp) {
+BF_CONV_INLINE void PackInputRow(const ConvGeometry& g, const C* __restrict x, int64_t n0,
+                                 int64_t n1, int64_t ih, C* __restrict xk) {
   const int64_t ci_all = g.in_depth, cig = g.filter_in_depth, blocks = cig / P;
   const int64_t sw = g.stride_w, tw = PhaseColumns(g), images = n1 - n0;
   const int64_t block_values = sw * images * tw * P;
-  for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-    const int64_t ih = g.input_row(oh, kh);
-    if (ih < 0 || ih >= g.in_h) continue;
-    C* xk = xp + kh * PackedRowValues(g, images);
-    for (int64_t n = 0; n < images; ++n) {
-      const C* xrow = x + ((n0 + n) * g.in_h + ih) * g.in_w * ci_all;
-      for (int64_t iw = 0; iw < g.in_w; ++iw) {
-        C* dst = xk + ((iw % sw) * images + n) * tw * P + iw / sw * P;
+  for (int64_t n = 0; n < images; ++n) {
+    const C* xrow = x + ((n0 + n) * g.in_h + ih) * g.in_w * ci_all;
+    for (int64_t r = 0; r < sw; ++r) {
+      C* dst = xk + (r * images + n) * tw * P;
+      for (int64_t iw = r; iw < g.in_w; iw += sw, dst += P)
         for (int64_t grp = 0; grp < g.groups; ++grp)
           for (int64_t b = 0; b < blocks; ++b) {
             const C* src = xrow + iw * ci_all + grp * cig + b * P;
             C* d = dst + (grp * blocks + b) * block_values;
             for (int p = 0; p < P; ++p) d[p] = src[p];
           }
+    }
+  }
+}
+
+// The input rows that output row oh of the images [n0, n1) reads, packed (PackInputRow) where
+// `packed` does not hold them already: rows[kh] is filter row kh's packed input row, or null
+// outside the input.
+template <typename C, int P>
+BF_CONV_INLINE void PackTileInputs(const ConvGeometry& g, const C* __restrict x, int64_t n0,
+                                   int64_t n1, int64_t oh, PackedRows<C>* packed, const C** rows) {
+  const int64_t fh = g.filter_h;
+  bool needed[kMaxPackedRows] = {};
+  for (int64_t kh = 0; kh < fh; ++kh) {
+    const int64_t ih = g.input_row(oh, kh);
+    rows[kh] = nullptr;
+    if (ih < 0 || ih >= g.in_h) continue;
+    for (int64_t s = 0; s < fh; ++s) {
+      const auto& held = packed->held[s];
+      if (held.item == packed->item && held.ih == ih) {
+        rows[kh] = packed->values + s * packed->slot_values;
+        needed[s] = true;
       }
     }
+  }
+  for (int64_t kh = 0, s = 0; kh < fh; ++kh) {
+    const int64_t ih = g.input_row(oh, kh);
+    if (ih < 0 || ih >= g.in_h || rows[kh] != nullptr) continue;
+    while (needed[s]) ++s;  // as many slots as filter rows: a free one is left
+    C* xk = packed->values + s * packed->slot_values;
+    PackInputRow<C, P>(g, x, n0, n1, ih, xk);
+    packed->held[s] = {packed->item, ih};
+    needed[s] = true;
+    rows[kh] = xk;
   }
 }
 
 // Filter gradient of output row oh of the batch elements [n0, n1), output channels
 // [grp*cog + j0, + NV*L), into the private partial sum dw [fh, fw, cig, co]:
 // dw[kh, kw, ci, co] += sum over n in [n0, n1) and ow of x[n, ih, iw(ow, kw), grp*cig + ci] *
-// dy[n, oh, ow, co], P input channels at a time, read from x or, when `xp` is not null, as
-// PackTileInputs packed them there (the channels after the last whole block of P always from x).
+// dy[n, oh, ow, co], P input channels at a time, read from x or, when `xp` is not null, from
+// filter row kh's input row packed at xp[kh] (PackTileInputs; the channels after the last whole
+// block of P always from x).
 // The rows of several batch elements share one register tile, so that a narrow layer (a 1x1 or
 // a 6x6 one) still reduces over enough pixels per read-modify-write of dw.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restrict x,
-                                        const C* __restrict xp, const C* __restrict dy,
+                                        const C* const* xp, const C* __restrict dy,
                                         C* __restrict dw, int64_t n0, int64_t n1, int64_t oh,
                                         int64_t grp, int64_t j0) {
   using Vec = V;
@@ -883,8 +937,7 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
       const C* xfirst = xrow0 + iw0 * ci_all;
       int64_t column_step = sw * ci_all, image_step = g.in_h * g.in_w * ci_all, block_step = P;
       if (xp != nullptr) {
-        xfirst = xp + kh * PackedRowValues(g, images) + grp * (cig / P) * block_values +
-                 (r * images * tw + t0) * P;
+        xfirst = xp[kh] + grp * (cig / P) * block_values + (r * images * tw + t0) * P;
         column_step = P;
         image_step = tw * P;
         block_step = block_values;
@@ -976,7 +1029,7 @@ BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restric
 // Filter gradient of output row oh of the batch elements [n0, n1).
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, const C* dy, C* dw,
-                                         int64_t n0, int64_t n1, int64_t oh, C* xp) {
+                                         int64_t n0, int64_t n1, int64_t oh, PackedRows<C>* xp) {
   constexpr int64_t L = 64 / sizeof(C);
   // With AVX-512's 32 registers, 8 input channels by NV vectors: 16 sums for 2 dy loads and 8
   // broadcasts per column (1x1 to 1024 channels: 0.64x the time of 4 channels; the forward and
@@ -999,10 +1052,11 @@ BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, cons
       return;
     }
   }
-  const C* packed = nullptr;
+  const C* rows[kMaxPackedRows];
+  const C* const* packed = nullptr;
   if (PacksTileInputs(g, PF)) {
-    PackTileInputs<C, PF>(g, x, n0, n1, oh, xp);
-    packed = xp;
+    PackTileInputs<C, PF>(g, x, n0, n1, oh, xp, rows);
+    packed = rows;
   }
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     int64_t j = 0;
@@ -1016,16 +1070,15 @@ BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, cons
 }
 
 /// The filter gradient's kernel signature: geometry, x, dy, the partial sum dw, the batch
-/// elements [n0, n1), the output row and room for PackTileInputs (PackedInputValues(g, n1 - n0)
-/// values).
+/// elements [n0, n1), the output row and the thread's packed rows (PackTileInputs).
 template <typename C>
 using FilterBlockFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t,
-                               int64_t, C*);
+                               int64_t, PackedRows<C>*);
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
 #define BF_CONV_FILTER_BLOCK_FNS(C)                                                               \
   BF_CONV_ISA_FNS(BackpropFilterBlock, BackpropFilterBlockT, C, FilterBlockFn<C>,                 \
                   (const ConvGeometry& g, const C* x, const C* dy, C* dw, int64_t n0, int64_t n1, \
-                   int64_t oh, C* xp),                                                            \
+                   int64_t oh, PackedRows<C>* xp),                                                \
                   (g, x, dy, dw, n0, n1, oh, xp))
 // NOLINTEND(bugprone-macro-parentheses)
 BF_CONV_FILTER_BLOCK_FNS(float)
@@ -1622,16 +1675,24 @@ void DirectBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, Da
                             kSlotInputRows);
   ActivationChunks<S, C> dys(dy, format, g.batch, g.out_h, g.out_w, g.out_depth, nb * g.out_h, nt,
                              kSlotOutBackpropRows);
-  // Each thread's room for the packed input rows of its work items (PackTileInputs).
-  const int64_t packed = WholeLines<C>(PackedInputValues(g, nb));
+  // Each thread's room for the packed input rows of its work items (PackTileInputs), empty.
+  const int64_t packed = PackedInputValues<C>(g, nb);
   Reused<C> xpack(kSlotPackedInput);
   xpack->resize(static_cast<size_t>(nt * packed));
+  std::vector<PackedRows<C>> packs(static_cast<size_t>(nt));
+  for (int t = 0; t < nt; ++t) {
+    PackedRows<C>& mine = packs[t];
+    mine.values = xpack.data() + t * packed;
+    mine.slot_values = PackedSlotValues<C>(g, nb);
+    for (auto& held : mine.held) held = {-1, -1};
+  }
   T* dw = args.filter_grad->template data<T>();
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
     const int thread = omp_get_thread_num();
     const int64_t b = r / g.out_h, count = std::min(g.batch, (b + 1) * nb) - b * nb;
-    block(g, xs.Get(thread, b), dys.Get(thread, b), mine, 0, count, r % g.out_h,
-          xpack.data() + thread * packed);
+    PackedRows<C>* xp = &packs[thread];
+    xp->item = b;
+    block(g, xs.Get(thread, b), dys.Get(thread, b), mine, 0, count, r % g.out_h, xp);
   });
 }
 

@@ -484,6 +484,58 @@ TEST(RowsAhead, DepthwiseForwardAndInputGradient) {
       }
 }
 
+// The dense filter gradient's tiles read x's rows packed (PackTileInputs), and a thread keeps
+// them from one output row to the next within a call, a slot per filter row: at row strides 1
+// to 3, column strides 1 and 2, row dilation 2, filters of 3 and 8 rows (the most it packs) and
+// of 9 (read in place), over work items of a few images each (out of 6) whose rows must not
+// serve another item (images of 2 rows: each item reads the same rows as the last), with a partial
+// tile of output channels, in float32, float64 and float16 (rows converted into a thread's buffer
+// an item at a time). Each problem runs on one input and then on another: the second result must be
+// made of its own rows, not of those the first call left packed. The same values as the reference
+// at every ISA and 1 and 2 threads.
+TEST(PackedRows, FilterGradientKeepsRowsWithinACallOnly) {
+  struct Case {
+    int64_t fh, sh, sw, dh, h;
+  };
+  // Images of 2 rows: every output row reads both, in every work item.
+  const Case cases[] = {{3, 1, 1, 1, 19}, {3, 2, 2, 1, 19}, {3, 3, 2, 1, 19}, {3, 1, 1, 2, 19},
+                        {8, 1, 2, 1, 19}, {9, 2, 1, 1, 19}, {3, 1, 1, 1, 2}};
+  std::mt19937_64 rng(31);
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16})
+    for (const Case& k : cases) {
+      Problem p;
+      p.padding = "SAME";
+      p.n = 6;
+      p.h = k.h;
+      p.w = 33;
+      p.c = 16;
+      p.cog = 40;
+      p.fh = k.fh;
+      p.fw = 3;
+      p.sh = k.sh;
+      p.sw = k.sw;
+      p.dh = k.dh;
+      Expected<Resolved> resolved = Resolve(p);
+      ASSERT_TRUE(resolved.ok()) << p.ToString();
+      const Resolved& r = *resolved;
+      // float16's grid for every type: sums of over 3000 products, exact in any order.
+      const int grid = ExactGrid(DType::kFloat16);
+      const Tensor first = RandomTensor(dtype, p.InputShape(), rng, grid);
+      const Tensor x = RandomTensor(dtype, p.InputShape(), rng, grid);
+      const Tensor w = RandomTensor(dtype, p.FilterShape(), rng, grid);
+      const Tensor dy = RandomTensor(dtype, OutputShape(r.attrs, r.geometry), rng, grid);
+      Expected<Tensor> ref = RunOp(KernelKind::kReference, 2, r, x, w, dy, 1);
+      ASSERT_TRUE(ref.ok());
+      for (int threads : {1, 2}) {
+        ASSERT_TRUE(RunOp(KernelKind::kOptimized, 2, r, first, w, dy, threads).ok());
+        Expected<Tensor> opt = Status(Internal("not run"));
+        CheckEveryIsa(*ref, 2, r, x, w, dy, threads,
+                      p.ToString() + " " + std::string(DTypeName(dtype)), &opt);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+}
+
 // Depthwise outputs larger than 5 MiB store past the caches (non-temporal stores with
 // AVX-512) where the L3 would not keep them: the forward and the stride-1 input gradient (which
 // runs the forward's rows), and the strided input gradient, with and without a multiplier (whose
