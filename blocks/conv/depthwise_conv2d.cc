@@ -106,6 +106,15 @@ constexpr bool CrowdsL1Sets(int64_t stride) {
   return stride * static_cast<int64_t>(sizeof(C)) % 2048 == 0;
 }
 
+// Whether the forward row kernel (DwForwardRowImpl) takes g's rows in 3x3 sweeps, its inner
+// rows at least: a 3x3 filter at stride_w 1 with AVX-512, pixels of channels C not a multiple
+// of 2 KiB apart (g as the row kernel sees it: the input's pixel stride in_depth).
+template <typename C>
+bool ForwardSweeps(const ConvGeometry& g) {
+  return g.filter_h == 3 && TapRowForm(g, 3, 1) && ActiveIsa() == Isa::kAvx512 &&
+         !CrowdsL1Sets<C>(g.in_depth) && !CrowdsL1Sets<C>(g.out_depth);
+}
+
 // What a forward row kernel prefetches while it works on a row. Where its operands outgrow the
 // caches (DwForward), the next output row's: x, the input row that its last filter row reads (at
 // stride 1 the one input row the current output row does not read as well), and y, its result
@@ -1055,7 +1064,8 @@ DwForwardFn<C> ForwardRowFor(int64_t elements) {
 // Whether the forward row kernel prefetches the next row's input and result rows (RowsAhead)
 // for operands (input and result) of `elements` values: where they take more than half the L3
 // (and the result is not streamed past the caches: ForwardRowFor), which then does not keep
-// them between calls. The sweeps go along a row one block of channels at a time, reading and
+// them between calls; a quarter where the rows go in tiles, not sweeps (`sweeps`:
+// ForwardSweeps). The sweeps go along a row one block of channels at a time, reading and
 // writing a 128-byte piece of every pixel, which the hardware prefetchers do not run ahead of.
 // Cascade Lake (35.8 MB L3), bf_vs_onednn's cases with and without, alternated call by call,
 // minimum of 15-40 calls, one pinned core: forward mnv1_dw1_112x32 (25.7 MB) 2.84 -> 2.21 ms,
@@ -1070,10 +1080,16 @@ DwForwardFn<C> ForwardRowFor(int64_t elements) {
 // of mnv2_dw_14x384 and _14x576 8-9% faster, of mnv2_dw_28x192 and mnv1_dw6_28x256 11-16% (same
 // comparison); two threads, forward, 2-10%; in double (bf_conv_bench) mnv2_dw_28x192 and
 // mnv1_dw6 8-13% faster, mnv2_dw_14x384 3% slower.
-constexpr int64_t kAheadShare = 2;
+// The tiles (5x5 filters, stride 2, 512 or 1024 channels) gain from a quarter of the L3 as the
+// bound: dw_5x5_28x240 (12 MB) forward and input gradient 16-18% faster on one pinned core and
+// 17-18% on two (the medians of 60-580 calls, each paired with the next call without,
+// alternated in one process); the other layers, whose operands outgrow half the L3 or stay
+// under a quarter, within 1%.
+constexpr int64_t kAheadShare = 2, kTilesAheadShare = 4;
 template <typename C>
-bool PrefetchesRowsAhead(int64_t elements) {
-  return OutgrowsSharedCache(elements * static_cast<int64_t>(sizeof(C)), kAheadShare);
+bool PrefetchesRowsAhead(int64_t elements, bool sweeps) {
+  return OutgrowsSharedCache(elements * static_cast<int64_t>(sizeof(C)),
+                             sweeps ? kAheadShare : kTilesAheadShare);
 }
 
 // The kernel set: one function per op, rows in parallel, polling the cancel flag before each
@@ -1161,8 +1177,8 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   ExpandedInputRows<S, C> xrows(g, x, format, nt);
   const ConvGeometry& e = xrows.geometry();
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
-  const bool ahead =
-      PrefetchesRowsAhead<C>(g.batch * g.in_h * g.in_w * g.in_depth + rows * row_size);
+  const bool ahead = PrefetchesRowsAhead<C>(
+      g.batch * g.in_h * g.in_w * g.in_depth + rows * row_size, ForwardSweeps<C>(e));
   const bool own_rows = !ExpandedRows<S, C>::Copies(g, format);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
     RowsAhead<C> next;
@@ -1325,7 +1341,8 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
   std::optional<ExpandedInputRows<S, C>> converted;
   if (!std::is_same_v<S, C> || format == DataFormat::kNCHW) converted.emplace(f, dy, format, nt);
   const ConvGeometry& fr = converted ? converted->geometry() : f;  // fr.in_depth: dy's stride
-  const bool ahead = PrefetchesRowsAhead<C>(g.batch * g.out_h * g.out_w * ch + rows * row_size);
+  const bool ahead = PrefetchesRowsAhead<C>(g.batch * g.out_h * g.out_w * ch + rows * row_size,
+                                            ForwardSweeps<C>(fr));
   // dy's own row (NHWC of C) that filter row kh of dx row r reads, nullptr outside dy.
   const auto dy_row = [&](int64_t r, int64_t kh) -> const S* {
     const int64_t n = r / g.in_h, oh = r % g.in_h - f.pad_top + kh * g.dilation_h;
