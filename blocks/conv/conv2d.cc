@@ -444,6 +444,45 @@ BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* const* xrows, co
   if (stream) StreamFence();
 }
 
+// The dense input gradient's per-thread pair scratch: first the filter columns that reach each
+// stride phase r of the input columns (ReachingCols), worked out once per call: at
+// [r * (fw + 1)] their count and the phase's count of columns, then the pairs; then room for the
+// filter rows reaching the input row at hand (ReachingRows, once per row) and for
+// BackpropInputDot's taps. Worked out per row, block of input channels and image, the reaching
+// lists' divisions by the strides (64-bit divisions) took 3-4% of the stride-2 28x128 layer's time.
+inline int64_t PhaseTablePairs(const ConvGeometry& g) {
+  return std::min(g.stride_w, g.in_w) * (g.filter_w + 1);
+}
+inline int64_t InputScratchPairs(const ConvGeometry& g) {
+  return PhaseTablePairs(g) + g.filter_h + g.filter_h * g.filter_w;
+}
+inline void FillPhaseTable(const ConvGeometry& g, IntPair* scratch) {
+  for (int64_t r = 0; r < std::min(g.stride_w, g.in_w); ++r) {
+    IntPair* phase = scratch + r * (g.filter_w + 1);
+    PairList cols(phase + 1);
+    ReachingCols(g, r, &cols);
+    phase[0] = {cols.end() - cols.begin(), (g.in_w - r + g.stride_w - 1) / g.stride_w};
+  }
+}
+// Phase r's reaching columns in the table, and its count of input columns.
+struct PairSpan {
+  const IntPair* first;
+  const IntPair* last;
+  const IntPair* begin() const { return first; }
+  const IntPair* end() const { return last; }
+};
+inline PairSpan PhaseCols(const ConvGeometry& g, const IntPair* scratch, int64_t r) {
+  const IntPair* phase = scratch + r * (g.filter_w + 1);
+  return {phase + 1, phase + 1 + phase[0].first};
+}
+inline int64_t PhaseColumnCount(const ConvGeometry& g, const IntPair* scratch, int64_t r) {
+  return scratch[r * (g.filter_w + 1)].second;
+}
+// The room for the reaching rows, after the table.
+inline IntPair* RowScratch(const ConvGeometry& g, IntPair* scratch) {
+  return scratch + PhaseTablePairs(g);
+}
+
 // Input gradient, input channels [grp*cig + j0, + NV*L) of one input row. Input columns are
 // visited by stride phase r (iw = r + sw*t) so that a tap kw reaches either every column of
 // a tile or none: dx[iw, ci] = sum over reaching (kh, kw) and co in grp of
@@ -455,8 +494,9 @@ BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* const* xrows, co
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restrict wp,
                                        const C* __restrict dy, C* __restrict dx, int64_t n,
-                                       int64_t ih, const C* zeros, IntPair* scratch, int64_t grp,
-                                       int64_t j0, const int64_t* co_range, bool stream) {
+                                       int64_t ih, const C* zeros, const IntPair* scratch,
+                                       const PairList& rows_kh, int64_t grp, int64_t j0,
+                                       const int64_t* co_range, bool stream) {
   using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
@@ -466,13 +506,12 @@ BF_CONV_INLINE void BackpropInputTiles(const ConvGeometry& g, const C* __restric
   for (int k = 0; k < NV; ++k)
     panel[k] = wp + PanelOffset(g, cig_vec, grp, j0 + int64_t{k} * L, cog, L);
   C* dxrow = dx + (n * g.in_h + ih) * g.in_w * ci_all + grp * cig + j0;
-  // The taps that reach this row, and per column phase the taps that reach it, resolved once
-  // here: integer division per tile would cost more than the tile's arithmetic.
-  PairList rows_kh(scratch), cols_kw(scratch + g.filter_h);
-  ReachingRows(g, ih, &rows_kh);
+  // The taps that reach this row (rows_kh), and per column phase the taps that reach it (the
+  // table in `scratch`), resolved ahead: integer division per tile would cost more than the
+  // tile's arithmetic.
   for (int64_t r = 0; r < g.stride_w && r < g.in_w; ++r) {
-    const int64_t count = (g.in_w - r + g.stride_w - 1) / g.stride_w;
-    ReachingCols(g, r, &cols_kw);
+    const int64_t count = PhaseColumnCount(g, scratch, r);
+    const PairSpan cols_kw = PhaseCols(g, scratch, r);
     for (int64_t t0 = 0; t0 < count; t0 += P) {
       Vec acc[P][NV];
       for (int p = 0; p < P; ++p)
@@ -540,17 +579,17 @@ BF_CONV_INLINE void BackpropInputRest(const ConvGeometry& g, const C* __restrict
 template <typename C, typename V>
 BF_CONV_INLINE void BackpropInputDot(const ConvGeometry& g, const C* __restrict w,
                                      const C* __restrict dy, C* __restrict dx, int64_t n,
-                                     int64_t ih, IntPair* scratch, int64_t grp, int64_t j0) {
+                                     int64_t ih, IntPair* scratch, const PairList& rows,
+                                     int64_t grp, int64_t j0) {
   using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t cog = co_all / g.groups, co0 = grp * cog, nvec = cog / L;
-  // The reaching taps, resolved without division per pixel: rows once, columns per stride
-  // phase, and per column the (dy pixel offset, filter tap) pairs.
-  PairList rows(scratch), cols(scratch + g.filter_h), taps(scratch + g.filter_h + g.filter_w);
-  ReachingRows(g, ih, &rows);
+  // The reaching taps, resolved without division per pixel: rows and columns per stride phase
+  // ahead (the table in `scratch`), and per column the (dy pixel offset, filter tap) pairs.
+  PairList taps(RowScratch(g, scratch) + g.filter_h);
   for (int64_t r = 0; r < g.stride_w && r < g.in_w; ++r) {
-    ReachingCols(g, r, &cols);
+    const PairSpan cols = PhaseCols(g, scratch, r);
     for (int64_t iw = r, t = 0; iw < g.in_w; iw += g.stride_w, ++t) {
       C* __restrict dxp = dx + ((n * g.in_h + ih) * g.in_w + iw) * ci_all + grp * cig;
       taps.clear();
@@ -597,13 +636,13 @@ BF_CONV_INLINE void BackpropInputDot(const ConvGeometry& g, const C* __restrict 
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void BackpropInputChunks(const ConvGeometry& g, const C* w, const C* dy, C* dx,
                                         int64_t n0, int64_t n1, int64_t ih, const C* zeros,
-                                        IntPair* scratch, int64_t chunk, int64_t grp, int64_t j,
-                                        bool stream) {
+                                        const IntPair* scratch, const PairList& rows, int64_t chunk,
+                                        int64_t grp, int64_t j, bool stream) {
   const int64_t cog = g.out_depth / g.groups;
   for (int64_t c0 = 0; c0 < cog; c0 += chunk) {
     const int64_t co_range[2] = {c0, std::min(cog, c0 + chunk)};
     for (int64_t n = n0; n < n1; ++n)
-      BackpropInputTiles<C, V, P, NV>(g, w, dy, dx, n, ih, zeros, scratch, grp, j, co_range,
+      BackpropInputTiles<C, V, P, NV>(g, w, dy, dx, n, ih, zeros, scratch, rows, grp, j, co_range,
                                       stream);
   }
 }
@@ -623,25 +662,27 @@ BF_CONV_INLINE void BackpropInputBlockT(const ConvGeometry& g, const C* w, const
   const C* hwio = wt + fsize;
   // The tiles run along the columns of one stride phase, ceil(in_w / sw) of them at most.
   const bool wide = WideTiles<P, NV>((g.in_w + g.stride_w - 1) / g.stride_w);
+  PairList rows(RowScratch(g, scratch));
+  ReachingRows(g, ih, &rows);
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     int64_t j = 0;
     for (; j + NV * L <= cig; j += NV * L) {
       if constexpr (NV >= 2) {
         if (wide) {
-          BackpropInputChunks<C, V, kWideP, NV>(g, w, dy, dx, n0, n1, ih, zeros, scratch, chunk,
-                                                grp, j, stream);
+          BackpropInputChunks<C, V, kWideP, NV>(g, w, dy, dx, n0, n1, ih, zeros, scratch, rows,
+                                                chunk, grp, j, stream);
           continue;
         }
       }
-      BackpropInputChunks<C, V, P, NV>(g, w, dy, dx, n0, n1, ih, zeros, scratch, chunk, grp, j,
-                                       stream);
+      BackpropInputChunks<C, V, P, NV>(g, w, dy, dx, n0, n1, ih, zeros, scratch, rows, chunk, grp,
+                                       j, stream);
     }
     for (; j + L <= cig; j += L)
-      BackpropInputChunks<C, V, P, 1>(g, w, dy, dx, n0, n1, ih, zeros, scratch, chunk, grp, j,
+      BackpropInputChunks<C, V, P, 1>(g, w, dy, dx, n0, n1, ih, zeros, scratch, rows, chunk, grp, j,
                                       stream);
     for (int64_t n = n0; n < n1 && j < cig; ++n) {
       if (cog >= L) {
-        BackpropInputDot<C, V>(g, hwio, dy, dx, n, ih, scratch, grp, j);
+        BackpropInputDot<C, V>(g, hwio, dy, dx, n, ih, scratch, rows, grp, j);
       } else {
         BackpropInputRest<C>(g, wt, dy, dx, n, ih, grp, j);
       }
@@ -1099,8 +1140,8 @@ using ForwardRowFn = void (*)(const ConvGeometry&, const C* const*, const C*, C*
 BF_CONV_FORWARD_ROW_FNS(float)
 BF_CONV_FORWARD_ROW_FNS(double)
 /// The input gradient's kernel signature: geometry, the filter buffer, dy, dx, the batch
-/// elements [n0, n1), the input row, zeros, pair scratch, the output-channel chunk and whether
-/// to stream the stores.
+/// elements [n0, n1), the input row, zeros, the thread's pair scratch (InputScratchPairs, the
+/// phase table filled), the output-channel chunk and whether to stream the stores.
 template <typename C>
 using InputBlockFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t,
                               int64_t, const C*, IntPair*, int64_t, bool);
@@ -1613,9 +1654,10 @@ void DirectBackpropInput(const KernelArgs<T>& args, const S* dy, DataFormat form
   const bool stream =
       direct && chunk == cog &&
       StreamsResult<C>(args.result_streamable, g.batch * g.in_h * g.in_w, g.in_depth, g.groups, nt);
-  // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region.
-  const int64_t pairs = ScratchPairs(g);
-  PerThread<IntPair> scratch(nt, pairs);
+  // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region, each
+  // starting with the table of the columns reaching each stride phase.
+  PerThread<IntPair> scratch(nt, InputScratchPairs(g));
+  for (int t = 0; t < nt; ++t) FillPhaseTable(g, scratch[t]);
   ActivationChunks<S, C> dys(dy, format, g.batch, g.out_h, g.out_w, g.out_depth, nb * g.out_h, nt,
                              kSlotOutBackpropRows);
   const int64_t image = g.in_h * g.in_w * g.in_depth, row = g.in_w * g.in_depth;
