@@ -444,45 +444,6 @@ BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* const* xrows, co
   if (stream) StreamFence();
 }
 
-// The dense input gradient's per-thread pair scratch: first the filter columns that reach each
-// stride phase r of the input columns (ReachingCols), worked out once per call: at
-// [r * (fw + 1)] their count and the phase's count of columns, then the pairs; then room for the
-// filter rows reaching the input row at hand (ReachingRows, once per row) and for
-// BackpropInputDot's taps. Worked out per row, block of input channels and image, the reaching
-// lists' divisions by the strides (64-bit divisions) took 3-4% of the stride-2 28x128 layer's time.
-inline int64_t PhaseTablePairs(const ConvGeometry& g) {
-  return std::min(g.stride_w, g.in_w) * (g.filter_w + 1);
-}
-inline int64_t InputScratchPairs(const ConvGeometry& g) {
-  return PhaseTablePairs(g) + g.filter_h + g.filter_h * g.filter_w;
-}
-inline void FillPhaseTable(const ConvGeometry& g, IntPair* scratch) {
-  for (int64_t r = 0; r < std::min(g.stride_w, g.in_w); ++r) {
-    IntPair* phase = scratch + r * (g.filter_w + 1);
-    PairList cols(phase + 1);
-    ReachingCols(g, r, &cols);
-    phase[0] = {cols.end() - cols.begin(), (g.in_w - r + g.stride_w - 1) / g.stride_w};
-  }
-}
-// Phase r's reaching columns in the table, and its count of input columns.
-struct PairSpan {
-  const IntPair* first;
-  const IntPair* last;
-  const IntPair* begin() const { return first; }
-  const IntPair* end() const { return last; }
-};
-inline PairSpan PhaseCols(const ConvGeometry& g, const IntPair* scratch, int64_t r) {
-  const IntPair* phase = scratch + r * (g.filter_w + 1);
-  return {phase + 1, phase + 1 + phase[0].first};
-}
-inline int64_t PhaseColumnCount(const ConvGeometry& g, const IntPair* scratch, int64_t r) {
-  return scratch[r * (g.filter_w + 1)].second;
-}
-// The room for the reaching rows, after the table.
-inline IntPair* RowScratch(const ConvGeometry& g, IntPair* scratch) {
-  return scratch + PhaseTablePairs(g);
-}
-
 // Input gradient, input channels [grp*cig + j0, + NV*L) of one input row. Input columns are
 // visited by stride phase r (iw = r + sw*t) so that a tap kw reaches either every column of
 // a tile or none: dx[iw, ci] = sum over reaching (kh, kw) and co in grp of

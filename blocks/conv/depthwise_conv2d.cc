@@ -486,7 +486,7 @@ BF_DW_FORWARD_FNS(DwForwardRowStream, DwForwardRowStreamT, double)
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwBackpropInputTile(const ConvGeometry& g, const C* __restrict w,
                                         const C* __restrict dy, C* __restrict dxrow, int64_t n,
-                                        const C* zeros, const PairList& rows, const PairList& cols,
+                                        const C* zeros, const PairList& rows, const PairSpan& cols,
                                         int64_t r, int64_t count, int64_t t0, int64_t c0,
                                         bool stream) {
   using Vec = V;
@@ -553,11 +553,11 @@ BF_CONV_INLINE void DwBackpropInputRowImpl(const ConvGeometry& g, const C* __res
   const int64_t ch = g.out_depth, c_vec = ch - ch % L;
   const bool stream =
       kStream && !kIsSplitVec<V> && ch % L == 0 && reinterpret_cast<uintptr_t>(dxrow) % 64 == 0;
-  PairList rows(scratch), cols(scratch + g.filter_h);
+  PairList rows(RowScratch(g, scratch));  // the columns: FillPhaseTable's, in scratch
   ReachingRows(g, ih, &rows);
   for (int64_t r = 0; r < g.stride_w && r < g.in_w && c_vec > 0; ++r) {
-    const int64_t count = (g.in_w - r + g.stride_w - 1) / g.stride_w;
-    ReachingCols(g, r, &cols);
+    const int64_t count = PhaseColumnCount(g, scratch, r);
+    const PairSpan cols = PhaseCols(g, scratch, r);
     for (int64_t t0 = 0; t0 < count; t0 += P) {
       int64_t c0 = 0;
       for (; c0 + NV * L <= ch; c0 += NV * L)
@@ -586,7 +586,7 @@ BF_CONV_INLINE void DwBackpropInputRowStreamT(const ConvGeometry& g, const C* __
   if constexpr (kIsSplitVec<V>) {
     // Streamed stores are AVX-512's (StreamsOutput): the other ISAs' variants, never
     // called, are the plain loops, correct and quick to compile.
-    PairList rows(scratch);
+    PairList rows(RowScratch(g, scratch));
     ReachingRows(g, ih, &rows);
     DwBackpropInputChannels(g, w, dy, dxrow, n, rows, 0);
   } else {
@@ -1404,9 +1404,11 @@ void DwBackpropInputStrided(const KernelArgs<T>& args, const S* dy, DataFormat f
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   ActivationChunks<S, C> dy_images(dy, format, g.batch, g.out_h, g.out_w, e.out_depth, g.out_h, nt,
                                    kSlotOutBackpropRows);
-  // Per-thread buffers, allocated here, outside the region: the row kernel's tap lists, and
-  // with M > 1 a row of the expanded channels.
-  PerThread<IntPair> scratch(nt, ScratchPairs(g));
+  // Per-thread buffers, allocated here, outside the region: the row kernel's tap lists (the
+  // columns reaching each stride phase filled in), and with M > 1 a row of the expanded
+  // channels.
+  PerThread<IntPair> scratch(nt, InputScratchPairs(e));
+  for (int t = 0; t < nt; ++t) FillPhaseTable(e, scratch[t]);
   PerThread<C> expanded(nt, mult == 1 ? 0 : row_size * mult);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
     C* dxrow = out.Row(r, thread);
@@ -1440,7 +1442,10 @@ void DwBackpropInputStridedChannelBlocks(const KernelArgs<T>& args, const Kernel
       std::clamp<int64_t>(kBandBytes / (g.in_w * G * static_cast<int64_t>(sizeof(C))), 1, g.in_h);
   PerThread<C> dyin(nt, g.out_h * g.out_w * G), dxout(nt, band * g.in_w * G);
   PerThread<C> wb(nt, taps * G);
-  PerThread<IntPair> scratch(nt, ScratchPairs(g));
+  // The row kernel's tap lists, the columns reaching each stride phase filled in (the same for
+  // every block: BlockGeometry changes the channels alone).
+  PerThread<IntPair> scratch(nt, InputScratchPairs(g));
+  for (int t = 0; t < nt; ++t) FillPhaseTable(g, scratch[t]);
   const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
   const RowFn<C> row = DwBackpropInputRow(C{});
 #pragma omp parallel for num_threads(nt) schedule(static)
