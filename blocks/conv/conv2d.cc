@@ -880,25 +880,25 @@ BF_CONV_INLINE void PackTileInputs(const ConvGeometry& g, const C* __restrict x,
                                    int64_t n1, int64_t oh, PackedRows<C>* packed, const C** rows) {
   const int64_t fh = g.filter_h;
   bool needed[kMaxPackedRows] = {};
+  int64_t ih[kMaxPackedRows];
   for (int64_t kh = 0; kh < fh; ++kh) {
-    const int64_t ih = g.input_row(oh, kh);
+    ih[kh] = g.input_row(oh, kh);
     rows[kh] = nullptr;
-    if (ih < 0 || ih >= g.in_h) continue;
-    for (int64_t s = 0; s < fh; ++s) {
+    if (ih[kh] < 0 || ih[kh] >= g.in_h) ih[kh] = -1;  // outside the input
+    for (int64_t s = 0; s < fh && ih[kh] >= 0; ++s) {
       const auto& held = packed->held[s];
-      if (held.item == packed->item && held.ih == ih) {
+      if (held.item == packed->item && held.ih == ih[kh]) {
         rows[kh] = packed->values + s * packed->slot_values;
         needed[s] = true;
       }
     }
   }
   for (int64_t kh = 0, s = 0; kh < fh; ++kh) {
-    const int64_t ih = g.input_row(oh, kh);
-    if (ih < 0 || ih >= g.in_h || rows[kh] != nullptr) continue;
+    if (ih[kh] < 0 || rows[kh] != nullptr) continue;
     while (needed[s]) ++s;  // as many slots as filter rows: a free one is left
     C* xk = packed->values + s * packed->slot_values;
-    PackInputRow<C, P>(g, x, n0, n1, ih, xk);
-    packed->held[s] = {packed->item, ih};
+    PackInputRow<C, P>(g, x, n0, n1, ih[kh], xk);
+    packed->held[s] = {packed->item, ih[kh]};
     needed[s] = true;
     rows[kh] = xk;
   }
@@ -1101,8 +1101,8 @@ using ForwardRowFn = void (*)(const ConvGeometry&, const C* const*, const C*, C*
 BF_CONV_FORWARD_ROW_FNS(float)
 BF_CONV_FORWARD_ROW_FNS(double)
 /// The input gradient's kernel signature: geometry, the filter buffer, dy, dx, the batch
-/// elements [n0, n1), the input row, zeros, the thread's pair scratch (InputScratchPairs, the
-/// phase table filled), the output-channel chunk and whether to stream the stores.
+/// elements [n0, n1), the input row, zeros, the thread's pair scratch (InputScratch), the
+/// output-channel chunk and whether to stream the stores.
 template <typename C>
 using InputBlockFn = void (*)(const ConvGeometry&, const C*, const C*, C*, int64_t, int64_t,
                               int64_t, const C*, IntPair*, int64_t, bool);
@@ -1617,8 +1617,7 @@ void DirectBackpropInput(const KernelArgs<T>& args, const S* dy, DataFormat form
       StreamsResult<C>(args.result_streamable, g.batch * g.in_h * g.in_w, g.in_depth, g.groups, nt);
   // Per-thread scratch for the row kernel's tap lists, allocated here, outside the region, each
   // starting with the table of the columns reaching each stride phase.
-  PerThread<IntPair> scratch(nt, InputScratchPairs(g));
-  for (int t = 0; t < nt; ++t) FillPhaseTable(g, scratch[t]);
+  PerThread<IntPair> scratch = InputScratch(g, nt);
   ActivationChunks<S, C> dys(dy, format, g.batch, g.out_h, g.out_w, g.out_depth, nb * g.out_h, nt,
                              kSlotOutBackpropRows);
   const int64_t image = g.in_h * g.in_w * g.in_depth, row = g.in_w * g.in_depth;

@@ -106,13 +106,21 @@ constexpr bool CrowdsL1Sets(int64_t stride) {
   return stride * static_cast<int64_t>(sizeof(C)) % 2048 == 0;
 }
 
-// Whether the forward row kernel (DwForwardRowImpl) takes g's rows in 3x3 sweeps, its inner
-// rows at least: a 3x3 filter at stride_w 1 with AVX-512, pixels of channels C not a multiple
-// of 2 KiB apart (g as the row kernel sees it: the input's pixel stride in_depth).
+// Whether g's rows suit the forward row kernel's 3x3 sweeps (DwForwardRowImpl, which also
+// needs a row's three input rows and three interior columns, and AVX-512's registers): a 3x3
+// filter at stride_w 1, not where input or output pixels are a multiple of 2 KiB apart (512 or
+// 1024 float channels): one block's pixels along a row then crowd a few L1 sets, and the sweep
+// measured 1.2-1.4x slower than the tiles there. g as the row kernel sees it: in_depth is the
+// input's pixel stride.
+template <typename C>
+bool SweepsFit(const ConvGeometry& g) {
+  return g.filter_h == 3 && TapRowForm(g, 3, 1) && !CrowdsL1Sets<C>(g.in_depth) &&
+         !CrowdsL1Sets<C>(g.out_depth);
+}
+// Whether the forward row kernel takes g's rows (their inner rows at least) in sweeps.
 template <typename C>
 bool ForwardSweeps(const ConvGeometry& g) {
-  return g.filter_h == 3 && TapRowForm(g, 3, 1) && ActiveIsa() == Isa::kAvx512 &&
-         !CrowdsL1Sets<C>(g.in_depth) && !CrowdsL1Sets<C>(g.out_depth);
+  return SweepsFit<C>(g) && ActiveIsa() == Isa::kAvx512;
 }
 
 // What a forward row kernel prefetches while it works on a row. Where its operands outgrow the
@@ -382,11 +390,7 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
   if constexpr (NV >= 2) {
     const int64_t olo = std::max<int64_t>(0, g.pad_left);
     const int64_t ohi = std::min(g.out_w, g.in_w + g.pad_left - 2);
-    // Not where input or output pixels are a multiple of 2 KiB apart (512 or 1024 float
-    // channels): one block's pixels along a row then crowd a few L1 sets, and the sweep measured
-    // 1.2-1.4x slower than the tiles there.
-    if (g.filter_h == 3 && TapRowForm(g, 3, 1) && xr[0] && xr[1] && xr[2] && ohi - olo >= 3 &&
-        !CrowdsL1Sets<C>(g.in_depth) && !CrowdsL1Sets<C>(ch)) {
+    if (SweepsFit<C>(g) && xr[0] && xr[1] && xr[2] && ohi - olo >= 3) {
       const C* xb[3];
       const int64_t blocks = ch / (NV * L), steps = ohi - olo - 2;
       const int64_t x_bytes = g.in_w * g.in_depth * static_cast<int64_t>(sizeof(C));
@@ -553,7 +557,7 @@ BF_CONV_INLINE void DwBackpropInputRowImpl(const ConvGeometry& g, const C* __res
   const int64_t ch = g.out_depth, c_vec = ch - ch % L;
   const bool stream =
       kStream && !kIsSplitVec<V> && ch % L == 0 && reinterpret_cast<uintptr_t>(dxrow) % 64 == 0;
-  PairList rows(RowScratch(g, scratch));  // the columns: FillPhaseTable's, in scratch
+  PairList rows(RowScratch(g, scratch));  // the columns: InputScratch's table
   ReachingRows(g, ih, &rows);
   for (int64_t r = 0; r < g.stride_w && r < g.in_w && c_vec > 0; ++r) {
     const int64_t count = PhaseColumnCount(g, scratch, r);
@@ -1407,8 +1411,7 @@ void DwBackpropInputStrided(const KernelArgs<T>& args, const S* dy, DataFormat f
   // Per-thread buffers, allocated here, outside the region: the row kernel's tap lists (the
   // columns reaching each stride phase filled in), and with M > 1 a row of the expanded
   // channels.
-  PerThread<IntPair> scratch(nt, InputScratchPairs(e));
-  for (int t = 0; t < nt; ++t) FillPhaseTable(e, scratch[t]);
+  PerThread<IntPair> scratch = InputScratch(e, nt);
   PerThread<C> expanded(nt, mult == 1 ? 0 : row_size * mult);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {
     C* dxrow = out.Row(r, thread);
@@ -1444,8 +1447,7 @@ void DwBackpropInputStridedChannelBlocks(const KernelArgs<T>& args, const Kernel
   PerThread<C> wb(nt, taps * G);
   // The row kernel's tap lists, the columns reaching each stride phase filled in (the same for
   // every block: BlockGeometry changes the channels alone).
-  PerThread<IntPair> scratch(nt, InputScratchPairs(g));
-  for (int t = 0; t < nt; ++t) FillPhaseTable(g, scratch[t]);
+  PerThread<IntPair> scratch = InputScratch(g, nt);
   const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
   const RowFn<C> row = DwBackpropInputRow(C{});
 #pragma omp parallel for num_threads(nt) schedule(static)

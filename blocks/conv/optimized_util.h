@@ -284,9 +284,9 @@ inline void ReachingCols(const ConvGeometry& g, int64_t r, PairList* out) {
   }
 }
 
-/// An input gradient row kernel's per-thread pair scratch (InputScratchPairs of them): first
-/// the filter columns that reach each stride phase r of the input columns (ReachingCols),
-/// worked out once per call (FillPhaseTable): at [r * (fw + 1)] their count and the phase's
+/// An input gradient row kernel's per-thread pair scratch (InputScratch): first the filter
+/// columns that reach each stride phase r of the input columns (ReachingCols), worked out once
+/// per call: at [r * (fw + 1)] their count and the phase's
 /// count of input columns, then the pairs; then room for the filter rows reaching the input row
 /// at hand (RowScratch: ReachingRows, once per row) and for fh * fw more pairs (the dense
 /// kernel's dot-product taps). Worked out again for every row (depthwise) or every block of
@@ -298,16 +298,18 @@ inline void ReachingCols(const ConvGeometry& g, int64_t r, PairList* out) {
 inline int64_t PhaseTablePairs(const ConvGeometry& g) {
   return std::min(g.stride_w, g.in_w) * (g.filter_w + 1);
 }
-inline int64_t InputScratchPairs(const ConvGeometry& g) {
-  return PhaseTablePairs(g) + g.filter_h + g.filter_h * g.filter_w;
-}
-inline void FillPhaseTable(const ConvGeometry& g, IntPair* scratch) {
-  for (int64_t r = 0; r < std::min(g.stride_w, g.in_w); ++r) {
-    IntPair* phase = scratch + r * (g.filter_w + 1);
-    PairList cols(phase + 1);
-    ReachingCols(g, r, &cols);
-    phase[0] = {cols.end() - cols.begin(), (g.in_w - r + g.stride_w - 1) / g.stride_w};
+/// `nt` threads' scratch, the table filled in each (allocated outside the parallel region).
+inline PerThread<IntPair> InputScratch(const ConvGeometry& g, int nt) {
+  PerThread<IntPair> scratch(nt, PhaseTablePairs(g) + g.filter_h + g.filter_h * g.filter_w);
+  for (int t = 0; t < nt; ++t) {
+    for (int64_t r = 0; r < std::min(g.stride_w, g.in_w); ++r) {
+      IntPair* phase = scratch[t] + r * (g.filter_w + 1);
+      PairList cols(phase + 1);
+      ReachingCols(g, r, &cols);
+      phase[0] = {cols.end() - cols.begin(), (g.in_w - r + g.stride_w - 1) / g.stride_w};
+    }
   }
+  return scratch;
 }
 /// A run of pairs, iterable as a PairList is.
 struct PairSpan {
