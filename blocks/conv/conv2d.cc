@@ -991,6 +991,14 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
       for (; ci0 + P <= cig; ci0 += P) {
         Vec acc[P][NV];
         ZeroTile(acc);
+        // The tile's piece of dw, fetched while the columns run: the partial sum of a 3x3
+        // layer of 128 to 128 channels (590 KB) shares L2 with the packed rows, and adding the
+        // tile to it waited on L3 (about a tenth of the stride-2 layer's samples). One pinned
+        // core, each call paired with one without: resnet_28x128 stride 2 3.1% faster (median
+        // of 93 pairs; 2.2% on two threads), stride 1 1.6% (75); resnet_56x64, the stem and
+        // fc6 within 1%. Fetching the next tile's piece instead gained 1.7% at stride 2.
+        for (int p = 0; p < P; ++p)
+          for (int k = 0; k < NV; ++k) __builtin_prefetch(dwt + (ci0 + p) * co_all + k * L);
         const C* xblock = xfirst + ci0 / P * block_step;
         for (int64_t n = 0; n < images; ++n) {
           const C* xq = xblock + n * image_step;
