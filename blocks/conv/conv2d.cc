@@ -1507,7 +1507,7 @@ int64_t ImagesPerItem(int64_t batch, int64_t height, int64_t width) {
 // each row.
 BF_CONV_OPTIMIZED_KERNEL_SET(Conv2DKernels);
 
-// The direct forward of geometry g: y = conv(x, w), the filter given as src(tap, ci, co) for
+// The direct forward of geometry g: y = conv(x, w), the filter as src(0, tap, ci, co) for
 // PackForwardFilterFrom, x in `format`, of type C or a 16-bit S, and y where `args` says
 // (ResultRows: the NHWC result, or rows converted into the op's tensor). x's rows are converted
 // a row at a time (ExpandedInputRows) unless x is NHWC of type C. y may be stored past the
