@@ -129,12 +129,19 @@ bool ForwardSweeps(const ConvGeometry& g) {
 // row; nullptr where there is nothing worth prefetching (input rows copied into a ring, results
 // in a per-thread row, no next row). Otherwise, with next_block, the 3x3 sweeps prefetch the
 // next channel block's pieces of the current row's last input row and result row, one sweep
-// ahead (where the result row is the result's own). own_rows: the input rows are the input's
-// own (not copied into a ring, where they would be in cache already).
+// ahead (where the result row is the result's own), and the last block's sweep the first
+// block's pieces of the next row's (first_x, first_y; nullptr: none). Before, a row's first
+// sweep waited on the L3 for them: one pinned core, each call paired with one without, the
+// forward of mnv2_dw_28x192 and mnv1_dw6_28x256 4% faster, mnv2_dw_14x384 and _14x576 2-3%,
+// their input gradients 2-8%, two threads 2-5% (medians of 100-2590 pairs); two blocks ahead
+// instead cost mnv2_dw_28x192 12%. own_rows: the input rows are the input's own (not copied
+// into a ring, where they would be in cache already).
 template <typename C>
 struct RowsAhead {
   const C* x = nullptr;
   const C* y = nullptr;
+  const C* first_x = nullptr;
+  const C* first_y = nullptr;
   bool next_block = false;
   bool own_rows = false;
 };
@@ -243,13 +250,13 @@ BF_CONV_INLINE void AddColumnTaps(V& sum, const V (&x)[3][NV], const V (&wv)[3][
 // output column iw + pl (tap kw 0), adds to iw + pl - 1 (kw 1) and completes iw + pl - 2 (kw 2),
 // which is stored. Three sums move along the row (3 NV registers): 3 NV loads per 9 NV FMAs,
 // against 9 (P + 2) NV / (9 P NV) per P-pixel tile. xr and w at the block's first channel. Each
-// step of the interior also prefetches the block's share of the next row's (xa, ya) and, if
-// `next` is not 0, the input and result pieces `next` channels on of the column it reads and the
-// pixel it stores (the next block's).
+// step of the interior also prefetches the block's share of the next row's (xa, ya) and the
+// pieces of rows nx and ny (the next block's, where not null) at the column it reads and the
+// pixel it stores.
 template <typename C, typename V, int NV>
 BF_CONV_INLINE void DwForwardSweep(const ConvGeometry& g, const C* const* xr, const C* __restrict w,
                                    C* __restrict yrow, int64_t olo, int64_t ohi, bool stream,
-                                   LinesAhead xa, LinesAhead ya, int64_t next) {
+                                   LinesAhead xa, LinesAhead ya, const C* nx, const C* ny) {
   constexpr int L = sizeof(V) / sizeof(C);
   const int64_t ch = g.out_depth, xs = g.in_depth, pl = g.pad_left;
   V wv[3][3][NV];
@@ -273,11 +280,9 @@ BF_CONV_INLINE void DwForwardSweep(const ConvGeometry& g, const C* const* xr, co
   for (++iw; iw + pl < ohi; ++iw) {
     xa.Next();
     ya.Next();
-    if (next != 0) {
-      for (int k = 0; k < NV; ++k) {
-        __builtin_prefetch(xr[2] + iw * xs + next + k * L);
-        __builtin_prefetch(yrow + (iw + pl - 2) * ch + next + k * L);
-      }
+    for (int k = 0; k < NV; ++k) {
+      if (nx != nullptr) __builtin_prefetch(nx + iw * xs + k * L);
+      if (ny != nullptr) __builtin_prefetch(ny + (iw + pl - 2) * ch + k * L);
     }
     DwColumn3(xr, iw * xs, x);
     for (int k = 0; k < NV; ++k) {
@@ -397,10 +402,18 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
       const int64_t y_bytes = g.out_w * ch * static_cast<int64_t>(sizeof(C));
       for (int64_t b = 0; c_begin + NV * L <= ch; c_begin += NV * L, ++b) {
         for (int r = 0; r < 3; ++r) xb[r] = xr[r] + c_begin;
+        const C* nx = nullptr;
+        const C* ny = nullptr;
+        if (ahead.next_block && b + 1 < blocks) {
+          nx = xb[2] + NV * L;
+          ny = yrow + c_begin + NV * L;
+        } else if (ahead.next_block) {  // the next row's first block
+          nx = ahead.first_x;
+          ny = ahead.first_y;
+        }
         DwForwardSweep<C, V, NV>(g, xb, w + c_begin, yrow + c_begin, olo, ohi, stream,
                                  LinesAhead(ahead.x, x_bytes, blocks, b, steps),
-                                 LinesAhead(ahead.y, y_bytes, blocks, b, steps),
-                                 ahead.next_block && b + 1 < blocks ? NV * L : 0);
+                                 LinesAhead(ahead.y, y_bytes, blocks, b, steps), nx, ny);
       }
     }
   }
@@ -1189,6 +1202,10 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
     next.own_rows = own_rows;
     if (out.direct() && !ahead) {
       next.next_block = true;
+      if (r + 1 < rows) {
+        next.first_x = xrows.OwnRow(r + 1, g.filter_h - 1);
+        next.first_y = out.Row(r + 1, thread);
+      }
     } else if (out.direct() && r + 1 < rows) {
       next.x = xrows.OwnRow(r + 1, g.filter_h - 1);
       next.y = out.Row(r + 1, thread);
@@ -1369,6 +1386,12 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
       // The next dx row's: its result row and the dy row its last filter row reads (dy's own).
       RowsAhead<C> next;
       next.next_block = mult == 1 && out.direct() && !ahead;
+      if (next.next_block && r + 1 < rows) {
+        next.first_y = out.Row(r + 1, t);
+        if constexpr (std::is_same_v<S, C>) {
+          if (!converted) next.first_x = dy_row(r + 1, g.filter_h - 1);
+        }
+      }
       if (ahead && mult == 1 && out.direct() && r + 1 < rows) {
         next.y = out.Row(r + 1, t);
         if constexpr (std::is_same_v<S, C>) {
