@@ -47,7 +47,9 @@ inline int64_t PanelStep(int64_t vec_width, int64_t j, int64_t L) {
 // A filter as PackPanels reads it: element (grp, tap, r, lane) at
 // base[grp * group + tap * tap_step + r * reduce + lane * lane_step], r the reduced channel
 // (the forward's input channel, the input gradient's output channel) and lane the channel the
-// tiles' vectors hold. tap_step may be negative (the filter turned half a turn).
+// tiles' vectors hold. tap_step may be negative (the filter turned half a turn). Either the
+// lanes are adjacent (lane_step 1: the forward) or the reduced channels are (reduce 1: the input
+// gradients, which read the HWIO filter's input channels as lanes).
 template <typename C>
 struct PanelSource {
   const C* base;
@@ -59,10 +61,9 @@ struct PanelSource {
 
 // Panels of a filter for the vector tiles, as PanelOffset lays them out: lane l of block j's
 // (tap, r) holding src(grp, tap, r, j + l). Per tap, a block is a copy of `reduce` runs of L
-// lanes where the lanes are adjacent in src (the forward), else a transposition (the input
-// gradients read the HWIO filter's input channels as lanes), in 8 x 8 register transposes where
-// src's reduced channels are adjacent (element by element before: the stride-2 28x128 input
-// gradient 1.1% faster, the median of 50 calls paired with the old way's). The panels are shared
+// lanes where the lanes are adjacent in src (the forward), else a transposition, in 8 x 8
+// register transposes (element by element before: the stride-2 28x128 input gradient 1.1%
+// faster, the median of 50 calls paired with the old way's). The panels are shared
 // among up to `num_threads` threads: packed on one, a 3x3 filter of 128 to 128 channels took 1.5%
 // of a stride-2 forward's time on one thread and 3.4% on two.
 template <typename C>
@@ -90,6 +91,7 @@ void PackPanels(const ConvGeometry& g, int64_t lanes_vec, int64_t reduce, const 
     }
     return;
   }
+  BF_CHECK(src.reduce == 1, "a filter's lanes or its reduced channels must be adjacent");
   const bool fast = ActiveIsa() != Isa::kBase;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t p = 0; p < g.groups * blocks; ++p) {
@@ -98,20 +100,14 @@ void PackPanels(const ConvGeometry& g, int64_t lanes_vec, int64_t reduce, const 
     C* panel = o + PanelOffset(g, lanes_vec, grp, j, reduce, L);
     for (int64_t t = 0; t < taps; ++t) {
       const C* s = src.base + grp * src.group + t * src.tap_step + j * src.lane_step;
-      C* d = panel + t * reduce * step;
-      if (src.reduce == 1) {
-        TransposeBlock(s, src.lane_step, d, step, L, reduce, fast);
-      } else {
-        for (int64_t r = 0; r < reduce; ++r)
-          for (int64_t l = 0; l < L; ++l) d[r * step + l] = s[r * src.reduce + l * src.lane_step];
-      }
+      TransposeBlock(s, src.lane_step, panel + t * reduce * step, step, L, reduce, fast);
     }
   }
 }
 
 // The forward's panels (PackPanels) and after them, if some output channels are left after
-// the last whole vector, the HWIO filter; the filter given as src(0, tap, ci, co), the HWIO
-// filter's w[tap, ci, co].
+// the last whole vector, the HWIO filter; the filter given as src(grp, tap, ci, co), group grp's
+// output channel co (src(0, tap, ci, co): the HWIO filter's w[tap, ci, co]).
 template <typename C>
 void PackForwardFilterFrom(const ConvGeometry& g, const PanelSource<C>& src, WorkBuffer<C>* out,
                            int num_threads) {
@@ -121,9 +117,7 @@ void PackForwardFilterFrom(const ConvGeometry& g, const PanelSource<C>& src, Wor
   const int64_t packed = g.groups * cog_vec * taps * cig;
   out->resize(static_cast<size_t>(packed + taps * cig * co_all));
   C* o = out->data();
-  PanelSource<C> grouped = src;
-  grouped.group = cog * src.lane_step;
-  PackPanels(g, cog_vec, cig, grouped, o, num_threads);
+  PackPanels(g, cog_vec, cig, src, o, num_threads);
   // The HWIO filter, for the output channels after the last whole vector (ForwardRest) only.
   if (cog_vec < cog) {
     C* hwio = o + packed;
@@ -1597,8 +1591,11 @@ RowConverted Conv2DKernels<T>::ConvertsRows(const ConvState& s) {
 template <typename T>
 void Conv2DKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
   const int64_t cig = args.g.filter_in_depth, co_all = args.g.out_depth;
-  const PanelSource<ComputeT<T>> src{
-      .base = args.w, .group = 0, .tap_step = cig * co_all, .reduce = co_all, .lane_step = 1};
+  const PanelSource<ComputeT<T>> src{.base = args.w,
+                                     .group = co_all / args.g.groups,
+                                     .tap_step = cig * co_all,
+                                     .reduce = co_all,
+                                     .lane_step = 1};
   if (args.x_t != nullptr) return DirectForward(args, args.g, args.x_t, args.format, src, ctx);
   DirectForward(args, args.g, args.x, DataFormat::kNHWC, src, ctx);
 }
@@ -1694,7 +1691,7 @@ void Conv2DKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelCont
     // are the half turn), packed straight from w.
     const int64_t last = g.filter_h * g.filter_w - 1, ci = g.in_depth, co = g.out_depth;
     const PanelSource<C> src{.base = args.w + last * ci * co,
-                             .group = 0,
+                             .group = 0,  // no groups (InputGradientAsForward)
                              .tap_step = -ci * co,
                              .reduce = 1,
                              .lane_step = co};
@@ -1727,14 +1724,14 @@ void DirectBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, Da
   ActivationChunks<S, C> dys(dy, format, g.batch, g.out_h, g.out_w, g.out_depth, nb * g.out_h, nt,
                              kSlotOutBackpropRows);
   // Each thread's room for the packed input rows of its work items (PackTileInputs), empty.
-  const int64_t packed = PackedInputValues<C>(g, nb);
+  const int64_t packed = PackedInputValues<C>(g, nb), slot = PackedSlotValues<C>(g, nb);
   Reused<C> xpack(kSlotPackedInput);
   xpack->resize(static_cast<size_t>(nt * packed));
   std::vector<PackedRows<C>> packs(static_cast<size_t>(nt));
   for (int t = 0; t < nt; ++t) {
     PackedRows<C>& mine = packs[t];
     mine.values = xpack.data() + t * packed;
-    mine.slot_values = PackedSlotValues<C>(g, nb);
+    mine.slot_values = slot;
     for (auto& held : mine.held) held = {-1, -1};
   }
   T* dw = args.filter_grad->template data<T>();
