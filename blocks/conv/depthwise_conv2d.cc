@@ -1527,24 +1527,28 @@ constexpr int64_t kSweepL2Fallback = int64_t{1} << 20;
 inline int64_t SweepRowBytes(const ConvGeometry& g, size_t elem_size) {
   return (g.in_w + g.out_w) * g.out_depth * static_cast<int64_t>(elem_size);
 }
-// Whether an image's x and dy outgrow half of L2.
-inline bool OutgrowsHalfL2(const ConvGeometry& g, size_t elem_size) {
-  return g.out_h * SweepRowBytes(g, elem_size) > CacheBytes(2, kSweepL2Fallback) / 2;
+// Whether an image's x and dy outgrow L2.
+inline bool OutgrowsL2(const ConvGeometry& g, size_t elem_size) {
+  return g.out_h * SweepRowBytes(g, elem_size) > CacheBytes(2, kSweepL2Fallback);
 }
 
 // The output rows of the filter gradient sweep's bands (DwBackpropFilterSweep), for `threads`
 // threads sharing `blocks` channel blocks of each of g's images. A band's channel blocks run one
 // after the other, each reading 2L channels (two 64-byte lines) of every pixel: where there are
-// several and an image's x and dy outgrow half of L2, a band covers as many rows as take an eighth
-// of it over all channels, so that the lines the first block brings with its own are still in L2
-// when the next blocks read them. Whole images measured 27-33% slower, one pinned core, best of 6
+// several and an image's x and dy outgrow L2, a band covers as many rows as take an eighth of it
+// over all channels, so that the lines the first block brings with its own are still in L2 when
+// the next blocks read them. Whole images measured 27-33% slower, one pinned core, best of 6
 // alternated rounds (mnv1_dw4_56x128 2.02 -> 1.40 ms in bands of 4 rows, mnv1_dw6_28x256
 // 0.95 -> 0.71, mnv2_dw_56x144 1.78 -> 1.36); bands of 2 to 8 rows measured within the noise of
-// each other, and bands of a 14x14x512 image (0.8 MB) gained nothing. With fewer than 8 items a
-// thread, bands are cut finer so that the threads share them evenly.
+// each other. Images between half of L2 and L2 were banded too, until whole images prefetching the
+// next block (SweepAhead) measured faster, one pinned core, paired call by call with the bands:
+// mnv2_dw_14x576 (0.9 MB) 16-41%, 14x384 10-22%, mnv1_dw8_14x512 6-9% (its blocks copied, see
+// DwBackpropFilterSweep), float16 and bfloat16 8-11%; two threads 10-15%. Banding from 1.5 L2
+// instead cost mnv2_dw_28x192 (1.2 MB) 6%. With fewer than 8 items a thread, bands are cut finer
+// so that the threads share them evenly.
 int64_t SweepBandRows(const ConvGeometry& g, int64_t blocks, int threads, size_t elem_size) {
   int64_t rows = g.out_h;
-  if (blocks > 1 && OutgrowsHalfL2(g, elem_size))
+  if (blocks > 1 && OutgrowsL2(g, elem_size))
     rows = std::clamp<int64_t>(CacheBytes(2, kSweepL2Fallback) / 8 / SweepRowBytes(g, elem_size), 1,
                                g.out_h);
   const int64_t items = g.batch * blocks;
@@ -1569,7 +1573,7 @@ int64_t SweepBandRows(const ConvGeometry& g, int64_t blocks, int threads, size_t
 bool SweepAhead(const ConvGeometry& g, bool in_place, size_t elem_size) {
   // x and dy of one block: two 64-byte vectors of each, 256 bytes a pixel.
   const int64_t block_bytes = g.in_h * g.in_w * 256;
-  return block_bytes <= (256 << 10) && !(in_place && OutgrowsHalfL2(g, elem_size));
+  return block_bytes <= (256 << 10) && !(in_place && OutgrowsL2(g, elem_size));
 }
 
 // The filter gradient as sweeps (DwSweepBlock): work items of (image, band of output rows,

@@ -574,7 +574,7 @@ TEST(StreamedStores, LargeDepthwiseOutputs) {
 }
 
 // A depthwise 3x3 filter gradient at stride 1 (AVX-512: the sweep) whose images' x and dy
-// outgrow half of a core's L2 cache (1 MiB when unknown), so that it sweeps each image in
+// outgrow a core's L2 cache (1 MiB when unknown), so that it sweeps each image in
 // bands of rows (float32: of 2-4 rows on 1-2 MiB of L2, float64 of 1-2), the last band shorter
 // than the others (131 rows): two vectors and a half of channels (80 float32), or 5 blocks of
 // two vectors (float64), with a multiplier of 2 (its input expanded into rows). The
@@ -595,7 +595,7 @@ TEST(LargeOperands, DepthwiseFilterGradientInBands) {
       p.mult = mult;
       p.fh = p.fw = 3;
       CheckLargeAgainstReference(
-          p, 2, dtype, l2 / 2,
+          p, 2, dtype, l2,
           [&](const ConvGeometry& g) {
             return (g.in_h * g.in_w + g.out_h * g.out_w) * g.out_depth;
           },
