@@ -855,30 +855,31 @@ BF_DW_ROWS_FNS(DwBackpropFilterRow, DwBackpropFilterRowT, double)
 template <typename V, int NV>
 using SweepSums = V[3][3][NV];
 
-// Prefetches p + pf (the next block's copy of what p points at) when kAhead is set.
-template <bool kAhead, typename C>
-BF_CONV_INLINE void Ahead(const C* p, int64_t pf) {
-  if constexpr (kAhead) __builtin_prefetch(p + pf);
-}
+// How far ahead, in elements, a sweep prefetches x and dy: SweepPrefetchPixels (below) pixels
+// further along the same rows of the same channel block, into the next row past a row's end.
+struct SweepPrefetch {
+  int64_t x, dy;
+};
 
 // One interior input column iw (every tap's gradient column inside dy): loads dy[iw + pl] into
 // d0 and adds x[kh0 + r][iw] times d0, d1, d2 (dy columns iw+pl, iw+pl-1, iw+pl-2) into the
 // sums of taps (kh0 + r, 0..2).
-template <typename C, typename V, int R, int KH0, int NV, bool kAhead>
+template <typename C, typename V, int R, int KH0, int NV>
 BF_CONV_INLINE void DwSweepStep(const C* const* xr, const C* __restrict dyp, int64_t xoff,
-                                int64_t pf, V (&d0)[NV], const V (&d1)[NV], const V (&d2)[NV],
-                                SweepSums<V, NV>& acc) {
+                                SweepPrefetch pf, V (&d0)[NV], const V (&d1)[NV],
+                                const V (&d2)[NV], SweepSums<V, NV>& acc) {
   constexpr int L = sizeof(V) / sizeof(C);
   for (int k = 0; k < NV; ++k) {
-    Ahead<kAhead>(dyp + k * L, pf);
-    Ahead<kAhead>(xr[R - 1] + xoff + k * L, pf);
+    __builtin_prefetch(dyp + pf.dy + k * L);
+    __builtin_prefetch(xr[R - 1] + xoff + pf.x + k * L);
   }
   for (int k = 0; k < NV; ++k) d0[k] = LoadVec<V>(dyp + k * L);
   for (int r = 0; r < R; ++r)
     for (int k = 0; k < NV; ++k) {
-      // Blocks that fit L2 (kAhead) take the column into a register once for its three taps;
-      // on larger ones, waiting on memory, three folded loads measured 10% faster.
-      const V x = LoadVecReg<V, kAhead>(xr[r] + xoff + k * L);
+      // The column in a register once for its three taps: three folded loads measured 2-5%
+      // slower on the layers that go to memory, and 10% faster before the prefetch went
+      // along the rows (see SweepPrefetchPixels).
+      const V x = LoadVecReg<V>(xr[r] + xoff + k * L);
       acc[KH0 + r][0][k] += x * d0[k];
       acc[KH0 + r][1][k] += x * d1[k];
       acc[KH0 + r][2][k] += x * d2[k];
@@ -886,12 +887,12 @@ BF_CONV_INLINE void DwSweepStep(const C* const* xr, const C* __restrict dyp, int
 }
 
 // An edge input column iw, where some taps' gradient columns fall outside dy: those taps skip it.
-template <typename C, typename V, int R, int KH0, int NV, bool kAhead>
+template <typename C, typename V, int R, int KH0, int NV>
 BF_CONV_INLINE void DwSweepEdge(const ConvGeometry& g, const C* const* xr, const C* __restrict dyc,
-                                int64_t iw, int64_t pf, SweepSums<V, NV>& acc) {
+                                int64_t iw, SweepPrefetch pf, SweepSums<V, NV>& acc) {
   constexpr int L = sizeof(V) / sizeof(C);
   const int64_t xs = g.in_depth, ch = g.out_depth;
-  for (int k = 0; k < NV; ++k) Ahead<kAhead>(xr[R - 1] + iw * xs + k * L, pf);
+  for (int k = 0; k < NV; ++k) __builtin_prefetch(xr[R - 1] + iw * xs + pf.x + k * L);
   V x[R][NV];
   for (int r = 0; r < R; ++r)
     for (int k = 0; k < NV; ++k) x[r][k] = LoadVecReg<V>(xr[r] + iw * xs + k * L);
@@ -900,7 +901,7 @@ BF_CONV_INLINE void DwSweepEdge(const ConvGeometry& g, const C* const* xr, const
     const int64_t ow = iw + g.pad_left - kw;
     if (ow < 0 || ow >= g.out_w) continue;
     for (int k = 0; k < NV; ++k) {
-      Ahead<kAhead>(dyc + ow * ch + k * L, pf);
+      __builtin_prefetch(dyc + ow * ch + pf.dy + k * L);
       const V d = LoadVecReg<V>(dyc + ow * ch + k * L);
       for (int r = 0; r < R; ++r) acc[KH0 + r][kw][k] += x[r][k] * d;
     }
@@ -909,48 +910,64 @@ BF_CONV_INLINE void DwSweepEdge(const ConvGeometry& g, const C* const* xr, const
 
 // One output row: the input rows xr[0..R) (at the block's first channel) of filter rows
 // kh0..kh0+R-1, and the row's gradient dyc (at the block's first channel).
-template <typename C, typename V, int R, int KH0, int NV, bool kAhead>
+template <typename C, typename V, int R, int KH0, int NV>
 BF_CONV_INLINE void DwSweepRow(const ConvGeometry& g, const C* const* xr, const C* __restrict dyc,
-                               int64_t pf, SweepSums<V, NV>& acc) {
+                               SweepPrefetch pf, SweepSums<V, NV>& acc) {
   const int64_t xs = g.in_depth, ch = g.out_depth, pl = g.pad_left;
   // Interior columns: iw + pl - 2 >= 0 and iw + pl < out_w.
   const int64_t lo = std::min(g.in_w, std::max<int64_t>(0, 2 - pl));
   const int64_t hi = std::min(g.in_w, g.out_w - pl);
   for (int64_t iw = 0; iw < lo; ++iw)
-    DwSweepEdge<C, V, R, KH0, NV, kAhead>(g, xr, dyc, iw, pf, acc);
+    DwSweepEdge<C, V, R, KH0, NV>(g, xr, dyc, iw, pf, acc);
   if (lo < hi) {
     constexpr int L = sizeof(V) / sizeof(C);
     V a[NV], b[NV], c[NV];  // the window: three dy columns, renamed step by step
     for (int k = 0; k < NV; ++k) {
-      Ahead<kAhead>(dyc + (lo + pl - 1) * ch + k * L, pf);
-      Ahead<kAhead>(dyc + (lo + pl - 2) * ch + k * L, pf);
+      __builtin_prefetch(dyc + (lo + pl - 1) * ch + pf.dy + k * L);
+      __builtin_prefetch(dyc + (lo + pl - 2) * ch + pf.dy + k * L);
       a[k] = LoadVec<V>(dyc + (lo + pl - 1) * ch + k * L);
       b[k] = LoadVec<V>(dyc + (lo + pl - 2) * ch + k * L);
     }
     const C* dyp = dyc + (lo + pl) * ch;
     int64_t iw = lo;
     for (; iw + 3 <= hi; iw += 3, dyp += 3 * ch) {
-      DwSweepStep<C, V, R, KH0, NV, kAhead>(xr, dyp, iw * xs, pf, c, a, b, acc);
-      DwSweepStep<C, V, R, KH0, NV, kAhead>(xr, dyp + ch, (iw + 1) * xs, pf, b, c, a, acc);
-      DwSweepStep<C, V, R, KH0, NV, kAhead>(xr, dyp + 2 * ch, (iw + 2) * xs, pf, a, b, c, acc);
+      DwSweepStep<C, V, R, KH0, NV>(xr, dyp, iw * xs, pf, c, a, b, acc);
+      DwSweepStep<C, V, R, KH0, NV>(xr, dyp + ch, (iw + 1) * xs, pf, b, c, a, acc);
+      DwSweepStep<C, V, R, KH0, NV>(xr, dyp + 2 * ch, (iw + 2) * xs, pf, a, b, c, acc);
     }
-    if (iw < hi) DwSweepStep<C, V, R, KH0, NV, kAhead>(xr, dyp, iw * xs, pf, c, a, b, acc);
+    if (iw < hi) DwSweepStep<C, V, R, KH0, NV>(xr, dyp, iw * xs, pf, c, a, b, acc);
     if (iw + 1 < hi)
-      DwSweepStep<C, V, R, KH0, NV, kAhead>(xr, dyp + ch, (iw + 1) * xs, pf, b, c, a, acc);
+      DwSweepStep<C, V, R, KH0, NV>(xr, dyp + ch, (iw + 1) * xs, pf, b, c, a, acc);
   }
   for (int64_t iw = std::max(lo, hi); iw < g.in_w; ++iw)
-    DwSweepEdge<C, V, R, KH0, NV, kAhead>(g, xr, dyc, iw, pf, acc);
+    DwSweepEdge<C, V, R, KH0, NV>(g, xr, dyc, iw, pf, acc);
+}
+
+// The pixels a sweep prefetches ahead along its block's rows: half a row, from 4 to 8. A channel
+// block's piece of a pixel is two 64-byte lines of x and two of dy, a pixel stride apart: where
+// that stride exceeds 2 KiB (or the block's x and dy outgrow L1), the hardware prefetchers do not
+// bring the next pixels. The sweep once prefetched the next channel block's pieces one sweep
+// ahead instead, only where a block fit a quarter of L2 and its image was not cut in bands, and
+// L1 could not keep them for a whole sweep where a block outgrew it. Against that, one pinned
+// core, paired call by call (medians of 70-590 pairs): mnv1_dw4_56x128 and mnv2_dw_56x144 36-39%
+// faster, mnv1_dw6_28x256 32%, mnv2_dw_28x192 36%, mnv1_dw1_112x32 21%, dw_mult2 33%, the 14 x 14
+// layers 12-18%, the 7 x 7 ones 8-9%; float16 and bfloat16 up to 8%, float64 25-35% (its banded
+// layers had no prefetch). Of 2, 4, 6, 8 and 12 pixels ahead, 7 x 7 rows did best with 4, wider
+// ones with 6-12. NCHW's blocks, contiguous per-thread copies, measured the same either way.
+inline int64_t SweepPrefetchPixels(const ConvGeometry& g) {
+  return std::clamp<int64_t>(g.in_w / 2, 4, 8);
 }
 
 // The sweep of one channel block [c0, c0 + NV*L) over the output rows [oh0, oh1) of one image
 // (x: its input, rows in_w * in_depth apart, the block's channels from xc0; dy: its gradient),
 // added into dw [3, 3, ch].
-template <typename C, typename V, int NV, bool kAhead>
+template <typename C, typename V, int NV>
 BF_CONV_INLINE void DwSweepBlock(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0,
                                  int64_t oh1, int64_t c0, int64_t xc0, C* __restrict dw) {
   constexpr int L = sizeof(V) / sizeof(C);
   const int64_t ch = g.out_depth, row = g.in_w * g.in_depth;
-  const int64_t pf = int64_t{NV} * L;  // the next block's first channel, prefetched as it runs
+  const int64_t ahead = SweepPrefetchPixels(g);
+  const SweepPrefetch pf = {ahead * g.in_depth, ahead * ch};
   SweepSums<V, NV> acc;
   for (int kh = 0; kh < 3; ++kh)
     for (int kw = 0; kw < 3; ++kw)
@@ -965,11 +982,11 @@ BF_CONV_INLINE void DwSweepBlock(const ConvGeometry& g, const C* x, const C* dy,
       if (in[kh]) xr[kh] = x + (ih + kh) * row + xc0;
     }
     if (in[0] && in[2]) {
-      DwSweepRow<C, V, 3, 0, NV, kAhead>(g, xr, dyc, pf, acc);
+      DwSweepRow<C, V, 3, 0, NV>(g, xr, dyc, pf, acc);
     } else {  // edge rows: each present filter row on its own (two at once measured the same)
-      if (in[0]) DwSweepRow<C, V, 1, 0, NV, kAhead>(g, xr, dyc, pf, acc);
-      if (in[1]) DwSweepRow<C, V, 1, 1, NV, kAhead>(g, xr + 1, dyc, pf, acc);
-      if (in[2]) DwSweepRow<C, V, 1, 2, NV, kAhead>(g, xr + 2, dyc, pf, acc);
+      if (in[0]) DwSweepRow<C, V, 1, 0, NV>(g, xr, dyc, pf, acc);
+      if (in[1]) DwSweepRow<C, V, 1, 1, NV>(g, xr + 1, dyc, pf, acc);
+      if (in[2]) DwSweepRow<C, V, 1, 2, NV>(g, xr + 2, dyc, pf, acc);
     }
   }
   for (int kh = 0; kh < 3; ++kh)
@@ -995,15 +1012,16 @@ void DwSweepTail(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0, in
 }
 
 // The input rows [ih0, ih1) of one image's channel block [c0, c0 + NV*L) copied into `block`
-// ([in_h][in_w][NV*L], the same rows), the next block's channels prefetched as they go.
+// ([in_h][in_w][NV*L], the same rows), prefetching SweepPrefetchPixels ahead as the sweep does.
 template <typename C, typename V, int NV>
 BF_CONV_INLINE void DwCopyBlock(const ConvGeometry& g, const C* x, int64_t ih0, int64_t ih1,
                                 int64_t c0, C* __restrict block) {
   constexpr int64_t L = sizeof(V) / sizeof(C), W = NV * L;
+  const int64_t pf = SweepPrefetchPixels(g) * g.in_depth;
   for (int64_t p = ih0 * g.in_w; p < ih1 * g.in_w; ++p) {
     const C* src = x + p * g.in_depth + c0;
     for (int k = 0; k < NV; ++k) {
-      __builtin_prefetch(src + W + k * L);
+      __builtin_prefetch(src + pf + k * L);
       StoreVec(block + p * W + k * L, LoadVec<V>(src + k * L));
     }
   }
@@ -1011,16 +1029,15 @@ BF_CONV_INLINE void DwCopyBlock(const ConvGeometry& g, const C* x, int64_t ih0, 
 
 // One sweep item: the channel block [c0, c0 + width), width NV*L, L or less than L. With a
 // `block` buffer, a block NV*L wide has its input rows copied into it first and the sweep reads
-// them there; otherwise, with `ahead`, it prefetches the next block as it runs (SweepAhead).
+// them there.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0,
-                             int64_t oh1, int64_t c0, int64_t width, C* dw, C* block, bool ahead) {
+                             int64_t oh1, int64_t c0, int64_t width, C* dw, C* block) {
   if constexpr (kIsSplitVec<V>) {
     // The sweep runs with AVX-512 only (UseSweep): the other ISAs' variants, never called, are
     // the scalar loop, correct and quick to compile (the sweep's unrolled rows, compiled for
     // every ISA, made this file's sanitizer build five times slower).
     (void)block;
-    (void)ahead;
     DwSweepTail(g, x, dy, oh0, oh1, c0, width, dw);
     return;
   }
@@ -1031,27 +1048,24 @@ BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int
     DwCopyBlock<C, V, NV>(g, x, ih0, ih1, c0, block);
     ConvGeometry b = g;
     b.in_depth = NV * L;
-    return DwSweepBlock<C, V, NV, true>(b, block, dy, oh0, oh1, c0, 0, dw);
+    return DwSweepBlock<C, V, NV>(b, block, dy, oh0, oh1, c0, 0, dw);
   }
-  if (width == NV * L) {
-    return ahead ? DwSweepBlock<C, V, NV, true>(g, x, dy, oh0, oh1, c0, c0, dw)
-                 : DwSweepBlock<C, V, NV, false>(g, x, dy, oh0, oh1, c0, c0, dw);
-  }
+  if (width == NV * L) return DwSweepBlock<C, V, NV>(g, x, dy, oh0, oh1, c0, c0, dw);
   if constexpr (NV > 1) {
-    if (width == L) return DwSweepBlock<C, V, 1, false>(g, x, dy, oh0, oh1, c0, c0, dw);
+    if (width == L) return DwSweepBlock<C, V, 1>(g, x, dy, oh0, oh1, c0, c0, dw);
   }
   DwSweepTail(g, x, dy, oh0, oh1, c0, width, dw);
 }
 
 template <typename C>
 using DwSweepFn = void (*)(const ConvGeometry&, const C*, const C*, int64_t, int64_t, int64_t,
-                           int64_t, C*, C*, bool);
+                           int64_t, C*, C*);
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
 #define BF_DW_SWEEP_FNS(C)                                                                   \
   BF_CONV_ISA_FNS(DwSweep, DwSweepT, C, DwSweepFn<C>,                                        \
                   (const ConvGeometry& g, const C* x, const C* dy, int64_t oh0, int64_t oh1, \
-                   int64_t c0, int64_t width, C* dw, C* block, bool ahead),                  \
-                  (g, x, dy, oh0, oh1, c0, width, dw, block, ahead))
+                   int64_t c0, int64_t width, C* dw, C* block),                              \
+                  (g, x, dy, oh0, oh1, c0, width, dw, block))
 BF_DW_SWEEP_FNS(float)
 BF_DW_SWEEP_FNS(double)
 #undef BF_DW_SWEEP_FNS
@@ -1541,11 +1555,13 @@ inline bool OutgrowsL2(const ConvGeometry& g, size_t elem_size) {
 // alternated rounds (mnv1_dw4_56x128 2.02 -> 1.40 ms in bands of 4 rows, mnv1_dw6_28x256
 // 0.95 -> 0.71, mnv2_dw_56x144 1.78 -> 1.36); bands of 2 to 8 rows measured within the noise of
 // each other. Images between half of L2 and L2 were banded too, until whole images prefetching the
-// next block (SweepAhead) measured faster, one pinned core, paired call by call with the bands:
+// next block (as the sweep then did) measured faster, one pinned core, paired call by call:
 // mnv2_dw_14x576 (0.9 MB) 16-41%, 14x384 10-22%, mnv1_dw8_14x512 6-9% (its blocks copied, see
 // DwBackpropFilterSweep), float16 and bfloat16 8-11%; two threads 10-15%. Banding from 1.5 L2
-// instead cost mnv2_dw_28x192 (1.2 MB) 6%. With fewer than 8 items a thread, bands are cut finer
-// so that the threads share them evenly.
+// instead cost mnv2_dw_28x192 (1.2 MB) 6%. Both still hold with the prefetch along the rows
+// (SweepPrefetchPixels): whole images of mnv1_dw4, mnv2_dw_56x144 and mnv1_dw6 17-23% slower,
+// bands of the 14 x 14 layers 15-31%. With fewer than 8 items a thread, bands are cut finer so
+// that the threads share them evenly.
 int64_t SweepBandRows(const ConvGeometry& g, int64_t blocks, int threads, size_t elem_size) {
   int64_t rows = g.out_h;
   if (blocks > 1 && OutgrowsL2(g, elem_size))
@@ -1557,23 +1573,6 @@ int64_t SweepBandRows(const ConvGeometry& g, int64_t blocks, int threads, size_t
     rows = std::min(rows, (g.out_h + bands - 1) / bands);
   }
   return rows;
-}
-
-// Whether the sweep's items of 2L channels, reading x of elem_size bytes where it is (not from
-// a per-thread copy) when `in_place`, prefetch the next block as they run. Items whose block of
-// x and dy fits in a quarter of L2 (1 MB on the machines measured) do: a channel block of a
-// 14x14x512 layer has two 64-byte lines per 4 KiB page, too few for the hardware prefetchers to
-// follow (mnv1_dw8_14x512 0.33 -> 0.25 ms). Larger blocks would evict their own lines with it.
-// Images read in place and swept in bands (SweepBandRows) do not either: the band's next block
-// came from memory into L2 with this one, and fetching it again into L1 cost 4-11% (one pinned
-// core, best of 6 alternated rounds, two runs: mnv1_dw6_28x256 0.670 / 0.673 -> 0.622 / 0.631 ms
-// without, mnv2_dw_28x192 0.470 / 0.467 -> 0.425 / 0.449). Converted images (float16,
-// bfloat16), which their conversion has just written into L2, were 5-9% slower without it
-// (float16 mnv1_dw6 0.95 -> 1.01 ms, bfloat16 0.96 -> 1.01), so they keep it.
-bool SweepAhead(const ConvGeometry& g, bool in_place, size_t elem_size) {
-  // x and dy of one block: two 64-byte vectors of each, 256 bytes a pixel.
-  const int64_t block_bytes = g.in_h * g.in_w * 256;
-  return block_bytes <= (256 << 10) && !(in_place && OutgrowsL2(g, elem_size));
 }
 
 // The filter gradient as sweeps (DwSweepBlock): work items of (image, band of output rows,
@@ -1608,9 +1607,6 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
   const int64_t nb = full + half + (tail > 0 ? 1 : 0);
   const int64_t band_rows = SweepBandRows(g, nb, nt, sizeof(C));
   const int64_t bands = (g.out_h + band_rows - 1) / band_rows;
-  // Whether the items read x where it is: neither copied per block nor through converted rows.
-  const bool in_place = !blocks && !ExpandedRows<S, C>::Copies(g, format);
-  const bool ahead = SweepAhead(g, in_place, sizeof(C));
   const DwSweepFn<C> sweep = DwSweep(C{});
   ActivationChunks<S, C> dy_images(dy, format, g.batch, g.out_h, g.out_w, ch, g.out_h, nt,
                                    kSlotOutBackpropRows);
@@ -1626,10 +1622,10 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
     if constexpr (std::is_same_v<S, C>) {
       if (blocks) {
         const C* xn = x + n * g.in_h * g.in_w * g.in_depth;
-        return sweep(e, xn, dyn, oh0, oh1, b0, width, mine, block[thread], ahead);
+        return sweep(e, xn, dyn, oh0, oh1, b0, width, mine, block[thread]);
       }
     }
-    sweep(e, xrows->Image(thread, n), dyn, oh0, oh1, b0, width, mine, nullptr, ahead);
+    sweep(e, xrows->Image(thread, n), dyn, oh0, oh1, b0, width, mine, nullptr);
   });
 }
 
@@ -1709,7 +1705,7 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
           const int64_t width = gs - s0 >= G ? G : gs - s0 >= L ? L : gs - s0;
           for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += kSumRows)
             sweep(e, xin[t], dyin[t], oh0, std::min(g.out_h, oh0 + kSumRows), s0, width, sums,
-                  nullptr, false);
+                  nullptr);
           s0 += width;
         }
         continue;
