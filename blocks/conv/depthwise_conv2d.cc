@@ -866,8 +866,8 @@ struct SweepPrefetch {
 // sums of taps (kh0 + r, 0..2).
 template <typename C, typename V, int R, int KH0, int NV>
 BF_CONV_INLINE void DwSweepStep(const C* const* xr, const C* __restrict dyp, int64_t xoff,
-                                SweepPrefetch pf, V (&d0)[NV], const V (&d1)[NV],
-                                const V (&d2)[NV], SweepSums<V, NV>& acc) {
+                                SweepPrefetch pf, V (&d0)[NV], const V (&d1)[NV], const V (&d2)[NV],
+                                SweepSums<V, NV>& acc) {
   constexpr int L = sizeof(V) / sizeof(C);
   for (int k = 0; k < NV; ++k) {
     __builtin_prefetch(dyp + pf.dy + k * L);
@@ -917,8 +917,7 @@ BF_CONV_INLINE void DwSweepRow(const ConvGeometry& g, const C* const* xr, const 
   // Interior columns: iw + pl - 2 >= 0 and iw + pl < out_w.
   const int64_t lo = std::min(g.in_w, std::max<int64_t>(0, 2 - pl));
   const int64_t hi = std::min(g.in_w, g.out_w - pl);
-  for (int64_t iw = 0; iw < lo; ++iw)
-    DwSweepEdge<C, V, R, KH0, NV>(g, xr, dyc, iw, pf, acc);
+  for (int64_t iw = 0; iw < lo; ++iw) DwSweepEdge<C, V, R, KH0, NV>(g, xr, dyc, iw, pf, acc);
   if (lo < hi) {
     constexpr int L = sizeof(V) / sizeof(C);
     V a[NV], b[NV], c[NV];  // the window: three dy columns, renamed step by step
@@ -936,8 +935,7 @@ BF_CONV_INLINE void DwSweepRow(const ConvGeometry& g, const C* const* xr, const 
       DwSweepStep<C, V, R, KH0, NV>(xr, dyp + 2 * ch, (iw + 2) * xs, pf, a, b, c, acc);
     }
     if (iw < hi) DwSweepStep<C, V, R, KH0, NV>(xr, dyp, iw * xs, pf, c, a, b, acc);
-    if (iw + 1 < hi)
-      DwSweepStep<C, V, R, KH0, NV>(xr, dyp + ch, (iw + 1) * xs, pf, b, c, a, acc);
+    if (iw + 1 < hi) DwSweepStep<C, V, R, KH0, NV>(xr, dyp + ch, (iw + 1) * xs, pf, b, c, a, acc);
   }
   for (int64_t iw = std::max(lo, hi); iw < g.in_w; ++iw)
     DwSweepEdge<C, V, R, KH0, NV>(g, xr, dyc, iw, pf, acc);
