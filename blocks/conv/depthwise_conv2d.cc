@@ -1091,20 +1091,20 @@ DwForwardFn<C> ForwardRowFor(int64_t elements) {
 }
 
 // Whether the forward row kernel prefetches the next row's input and result rows (RowsAhead)
-// for operands (input and result) of `elements` values: where they take more than half the L3
-// (and the result is not streamed past the caches: ForwardRowFor), which then does not keep
-// them between calls; a quarter where the rows go in tiles, not sweeps (`sweeps`:
-// ForwardSweeps). The sweeps go along a row one block of channels at a time, reading and
-// writing a 128-byte piece of every pixel, which the hardware prefetchers do not run ahead of.
-// Cascade Lake (35.8 MB L3), bf_vs_onednn's cases with and without, alternated call by call,
-// minimum of 15-40 calls, one pinned core: forward mnv1_dw1_112x32 (25.7 MB) 2.84 -> 2.21 ms,
-// mnv1_dw4_56x128 3.25 -> 2.28, mnv2_dw_56x144 3.96 -> 2.94, dw_mult2_56x64 (its result only:
-// its input rows are copied) 3.80 -> 2.31; the input gradients of mnv1_dw4 3.34 -> 2.31,
-// mnv2_dw_56x144 4.14 -> 2.95, mnv1_dw1 3.31 -> 2.57; two threads 1.17-1.45x as fast. With a
-// quarter of the L3 as the bound, the 10-13 MB layers went both ways: mnv1_dw6_28x256 3-25%
-// faster on one thread, 20% slower on two, mnv2_dw_28x192 8-16% slower on both (its operands
-// stay in the L3). A stride-2 layer's tiles (result rows only) change by 1-2%.
-// Smaller operands get the next channel block's pieces prefetched one sweep ahead instead
+// for operands (input and result) of `elements` values: where they outgrow the L3 (and the
+// result is not streamed past the caches: ForwardRowFor), which then does not keep them between
+// calls; a quarter of it where the rows go in tiles, not sweeps (`sweeps`: ForwardSweeps). The
+// sweeps' bound was half the L3 (see the last paragraph). The sweeps go along a row one block of
+// channels at a time, reading and writing a 128-byte piece of every pixel, which the hardware
+// prefetchers do not run ahead of. Cascade Lake (35.8 MB L3), bf_vs_onednn's cases with and
+// without, alternated call by call, minimum of 15-40 calls, one pinned core: forward
+// mnv1_dw1_112x32 (25.7 MB) 2.84 -> 2.21 ms, mnv1_dw4_56x128 3.25 -> 2.28, mnv2_dw_56x144 3.96
+// -> 2.94, dw_mult2_56x64 (its result only: its input rows are copied) 3.80 -> 2.31; the input
+// gradients of mnv1_dw4 3.34 -> 2.31, mnv2_dw_56x144 4.14 -> 2.95, mnv1_dw1 3.31 -> 2.57; two
+// threads 1.17-1.45x as fast. With a quarter of the L3 as the bound, the 10-13 MB layers went both
+// ways: mnv1_dw6_28x256 3-25% faster on one thread, 20% slower on two, mnv2_dw_28x192 8-16% slower
+// on both (its operands stay in the L3). A stride-2 layer's tiles (result rows only) change by
+// 1-2%. Smaller operands get the next channel block's pieces prefetched one sweep ahead instead
 // (RowsAhead::next_block), which saves the sweeps' waits on the L3: forward and input gradient
 // of mnv2_dw_14x384 and _14x576 8-9% faster, of mnv2_dw_28x192 and mnv1_dw6_28x256 11-16% (same
 // comparison); two threads, forward, 2-10%; in double (bf_conv_bench) mnv2_dw_28x192 and
@@ -1114,11 +1114,18 @@ DwForwardFn<C> ForwardRowFor(int64_t elements) {
 // 17-18% on two (the medians of 60-580 calls, each paired with the next call without,
 // alternated in one process); the other layers, whose operands outgrow half the L3 or stay
 // under a quarter, within 1%.
-constexpr int64_t kAheadShare = 2, kTilesAheadShare = 4;
+// Rows ahead were measured against no prefetch at all, before the sweeps had next_block; against
+// next_block, the float layers between half the L3 and the whole of it measured faster with
+// next_block, so the sweeps take rows ahead only past the whole L3 (paired medians, 100-950
+// calls): two threads, forward mnv1_dw1_112x32 0.82, mnv1_dw4_56x128 0.91-0.97,
+// mnv2_dw_56x144 0.94, their input gradients 0.70, 0.90-0.91 and 0.93; one pinned core, forward
+// mnv1_dw1 0.91-0.92, input gradient 0.74, mnv2_dw_56x144 0.99, mnv1_dw4 1.02-1.03. In double
+// the layers past the whole L3 (51-58 MB) measured 15-77% slower without rows ahead.
+constexpr int64_t kSweepsAheadShare = 1, kTilesAheadShare = 4;
 template <typename C>
 bool PrefetchesRowsAhead(int64_t elements, bool sweeps) {
   return OutgrowsSharedCache(elements * static_cast<int64_t>(sizeof(C)),
-                             sweeps ? kAheadShare : kTilesAheadShare);
+                             sweeps ? kSweepsAheadShare : kTilesAheadShare);
 }
 
 // The kernel set: one function per op, rows in parallel, polling the cancel flag before each
