@@ -106,16 +106,27 @@ constexpr bool CrowdsL1Sets(int64_t stride) {
   return stride * static_cast<int64_t>(sizeof(C)) % 2048 == 0;
 }
 
+// Whether pixels `stride` elements of C apart are a multiple of 4 KiB apart (1024 float
+// channels, 512 double): the same channels of every pixel then map to one pair of L1 sets.
+template <typename C>
+constexpr bool ShareL1Sets(int64_t stride) {
+  return stride * static_cast<int64_t>(sizeof(C)) % 4096 == 0;
+}
+
 // Whether g's rows suit the forward row kernel's 3x3 sweeps (DwForwardRowImpl, which also
 // needs a row's three input rows and three interior columns, and AVX-512's registers): a 3x3
-// filter at stride_w 1, not where input or output pixels are a multiple of 2 KiB apart (512 or
-// 1024 float channels): one block's pixels along a row then crowd a few L1 sets, and the sweep
-// measured 1.2-1.4x slower than the tiles there. g as the row kernel sees it: in_depth is the
-// input's pixel stride.
+// filter at stride_w 1, not where input or output pixels are a multiple of 4 KiB apart (1024
+// float channels, ShareL1Sets): mnv1_dw13_7x1024 measured 1-3% slower in sweeps than in tiles.
+// Strides of an odd multiple of 2 KiB (CrowdsL1Sets), where the sweeps had measured 1.2-1.4x
+// slower than the tiles, sweep since the sweeps prefetch the next channel block
+// (RowsAhead::next_block): one pinned core, paired call by call with the tiles,
+// mnv1_dw8_14x512's forward 0.89 and input gradient 0.88 (two threads 0.92, 0.91), in double
+// mnv1_dw6_28x256's 0.85 and 0.86. g as the row kernel sees it: in_depth is the input's pixel
+// stride.
 template <typename C>
 bool SweepsFit(const ConvGeometry& g) {
-  return g.filter_h == 3 && TapRowForm(g, 3, 1) && !CrowdsL1Sets<C>(g.in_depth) &&
-         !CrowdsL1Sets<C>(g.out_depth);
+  return g.filter_h == 3 && TapRowForm(g, 3, 1) && !ShareL1Sets<C>(g.in_depth) &&
+         !ShareL1Sets<C>(g.out_depth);
 }
 // Whether the forward row kernel takes g's rows (their inner rows at least) in sweeps.
 template <typename C>
@@ -1009,45 +1020,18 @@ void DwSweepTail(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0, in
   }
 }
 
-// The input rows [ih0, ih1) of one image's channel block [c0, c0 + NV*L) copied into `block`
-// ([in_h][in_w][NV*L], the same rows), prefetching SweepPrefetchPixels ahead as the sweep does.
-template <typename C, typename V, int NV>
-BF_CONV_INLINE void DwCopyBlock(const ConvGeometry& g, const C* x, int64_t ih0, int64_t ih1,
-                                int64_t c0, C* __restrict block) {
-  constexpr int64_t L = sizeof(V) / sizeof(C), W = NV * L;
-  const int64_t pf = SweepPrefetchPixels(g) * g.in_depth;
-  for (int64_t p = ih0 * g.in_w; p < ih1 * g.in_w; ++p) {
-    const C* src = x + p * g.in_depth + c0;
-    for (int k = 0; k < NV; ++k) {
-      __builtin_prefetch(src + pf + k * L);
-      StoreVec(block + p * W + k * L, LoadVec<V>(src + k * L));
-    }
-  }
-}
-
-// One sweep item: the channel block [c0, c0 + width), width NV*L, L or less than L. With a
-// `block` buffer, a block NV*L wide has its input rows copied into it first and the sweep reads
-// them there.
+// One sweep item: the channel block [c0, c0 + width), width NV*L, L or less than L.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0,
-                             int64_t oh1, int64_t c0, int64_t width, C* dw, C* block) {
+                             int64_t oh1, int64_t c0, int64_t width, C* dw) {
   if constexpr (kIsSplitVec<V>) {
     // The sweep runs with AVX-512 only (UseSweep): the other ISAs' variants, never called, are
     // the scalar loop, correct and quick to compile (the sweep's unrolled rows, compiled for
     // every ISA, made this file's sanitizer build five times slower).
-    (void)block;
     DwSweepTail(g, x, dy, oh0, oh1, c0, width, dw);
     return;
   }
   constexpr int64_t L = sizeof(V) / sizeof(C);
-  if (block != nullptr && width == NV * L) {
-    const int64_t ih0 = std::max<int64_t>(0, g.input_row(oh0, 0));
-    const int64_t ih1 = std::min(g.in_h, g.input_row(oh1 - 1, 2) + 1);
-    DwCopyBlock<C, V, NV>(g, x, ih0, ih1, c0, block);
-    ConvGeometry b = g;
-    b.in_depth = NV * L;
-    return DwSweepBlock<C, V, NV>(b, block, dy, oh0, oh1, c0, 0, dw);
-  }
   if (width == NV * L) return DwSweepBlock<C, V, NV>(g, x, dy, oh0, oh1, c0, c0, dw);
   if constexpr (NV > 1) {
     if (width == L) return DwSweepBlock<C, V, 1>(g, x, dy, oh0, oh1, c0, c0, dw);
@@ -1057,13 +1041,13 @@ BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int
 
 template <typename C>
 using DwSweepFn = void (*)(const ConvGeometry&, const C*, const C*, int64_t, int64_t, int64_t,
-                           int64_t, C*, C*);
+                           int64_t, C*);
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
 #define BF_DW_SWEEP_FNS(C)                                                                   \
   BF_CONV_ISA_FNS(DwSweep, DwSweepT, C, DwSweepFn<C>,                                        \
                   (const ConvGeometry& g, const C* x, const C* dy, int64_t oh0, int64_t oh1, \
-                   int64_t c0, int64_t width, C* dw, C* block),                              \
-                  (g, x, dy, oh0, oh1, c0, width, dw, block))
+                   int64_t c0, int64_t width, C* dw),                                        \
+                  (g, x, dy, oh0, oh1, c0, width, dw))
 BF_DW_SWEEP_FNS(float)
 BF_DW_SWEEP_FNS(double)
 #undef BF_DW_SWEEP_FNS
@@ -1561,8 +1545,8 @@ inline bool OutgrowsL2(const ConvGeometry& g, size_t elem_size) {
 // 0.95 -> 0.71, mnv2_dw_56x144 1.78 -> 1.36); bands of 2 to 8 rows measured within the noise of
 // each other. Images between half of L2 and L2 were banded too, until whole images prefetching the
 // next block (as the sweep then did) measured faster, one pinned core, paired call by call:
-// mnv2_dw_14x576 (0.9 MB) 16-41%, 14x384 10-22%, mnv1_dw8_14x512 6-9% (its blocks copied, see
-// DwBackpropFilterSweep), float16 and bfloat16 8-11%; two threads 10-15%. Banding from 1.5 L2
+// mnv2_dw_14x576 (0.9 MB) 16-41%, 14x384 10-22%, mnv1_dw8_14x512 6-9% (its blocks then copied
+// into a buffer), float16 and bfloat16 8-11%; two threads 10-15%. Banding from 1.5 L2
 // instead cost mnv2_dw_28x192 (1.2 MB) 6%. Both still hold with the prefetch along the rows
 // (SweepPrefetchPixels): whole images of mnv1_dw4, mnv2_dw_56x144 and mnv1_dw6 17-23% slower,
 // bands of the 14 x 14 layers 15-31%. With fewer than 8 items a thread, bands are cut finer so
@@ -1590,21 +1574,13 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
   constexpr int64_t L = 64 / sizeof(C), kBlock = 2 * L;
-  // Pixels an odd multiple of 2 KiB apart, in an input the sweep could read where it is, fall
-  // in two sets of the 8-way L1, and the three output rows that read an input row each fetch it
-  // again from L2: each item first copies its channel block's input rows into a per-thread
-  // buffer of 2L channels a pixel, read there from L1 (mnv1_dw8_14x512, one pinned core:
-  // 0.222-0.230 -> 0.208-0.217 ms; the same on two). At 1 KiB (mnv1_dw6_28x256) the copy cost
-  // 20% more than it saved; at 4 KiB it measured 3% slower than rows copied with a padded
-  // stride once did, and the same as reading them in place (mnv1_dw13_7x1024 0.170 / 0.165 ms),
-  // which is what a 4 KiB stride now does. Every block is then 2L wide (the channels an odd
-  // multiple of 512 floats or 256 doubles).
-  const bool blocks = std::is_same_v<S, C> && format == DataFormat::kNHWC && g.multiplier == 1 &&
-                      g.in_depth * int64_t{sizeof(C)} % 4096 == 2048;
-  std::optional<ExpandedInputRows<S, C>> xrows;
-  if (!blocks) xrows.emplace(g, x, format, nt, /*whole_images=*/true);
-  const ConvGeometry e = blocks ? Expanded(g) : xrows->geometry();
-  PerThread<C> block(blocks ? nt : 0, g.in_h * g.in_w * kBlock);
+  // Items read x where it is (NHWC of C, multiplier 1), whatever its pixel stride. Pixels an
+  // odd multiple of 2 KiB apart, which fall in two sets of the 8-way L1, were copied a channel
+  // block at a time into a per-thread buffer until the sweep prefetched along its rows
+  // (SweepPrefetchPixels); since, reading them in place measured faster: one pinned core,
+  // paired call by call, mnv1_dw8_14x512 0.92 (two threads 0.96), float64 mnv1_dw6_28x256 0.84.
+  ExpandedInputRows<S, C> xrows(g, x, format, nt, /*whole_images=*/true);
+  const ConvGeometry& e = xrows.geometry();
   const int64_t ch = e.out_depth;
   // Channel blocks: `full` of 2L channels, then at most one of L, then the rest (under L).
   const int64_t full = ch / kBlock, half = ch % kBlock >= L ? 1 : 0;
@@ -1623,14 +1599,7 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
     const int64_t width = b < full ? kBlock : (b == full && half ? L : tail);
     const int64_t oh0 = band * band_rows, oh1 = std::min(g.out_h, oh0 + band_rows);
     const int thread = omp_get_thread_num();
-    const C* dyn = dy_images.Get(thread, n);
-    if constexpr (std::is_same_v<S, C>) {
-      if (blocks) {
-        const C* xn = x + n * g.in_h * g.in_w * g.in_depth;
-        return sweep(e, xn, dyn, oh0, oh1, b0, width, mine, block[thread]);
-      }
-    }
-    sweep(e, xrows->Image(thread, n), dyn, oh0, oh1, b0, width, mine, nullptr);
+    sweep(e, xrows.Image(thread, n), dy_images.Get(thread, n), oh0, oh1, b0, width, mine);
   });
 }
 
@@ -1709,8 +1678,7 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
         for (int64_t s0 = 0; s0 < gs;) {
           const int64_t width = gs - s0 >= G ? G : gs - s0 >= L ? L : gs - s0;
           for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += kSumRows)
-            sweep(e, xin[t], dyin[t], oh0, std::min(g.out_h, oh0 + kSumRows), s0, width, sums,
-                  nullptr);
+            sweep(e, xin[t], dyin[t], oh0, std::min(g.out_h, oh0 + kSumRows), s0, width, sums);
           s0 += width;
         }
         continue;

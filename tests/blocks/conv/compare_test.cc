@@ -162,8 +162,8 @@ std::vector<Problem> GridProblems(bool depthwise) {
       {"NHWC", "SAME", 4, 5, 1024, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "SAME", 5, 6, 512, 1, 8, 1, 1, 1, 1, 1},
       {"NHWC", "VALID", 5, 6, 512, 1, 8, 2, 1, 2, 1, 1},
-      // Pixels 2 KiB apart, whose depthwise filter gradient copies each channel block's input
-      // rows into a buffer first: float32 at 512 channels (above), float64 at 256.
+      // Pixels 2 KiB apart (float32 at 512 channels, above; float64 at 256), which the
+      // depthwise 3x3 sweeps read in place.
       {"NHWC", "SAME", 4, 5, 256, 1, 8, 1, 1, 1, 1, 1},
       // Few input channels, whose filter gradient takes each filter row's fw x C taps as one
       // run: the stem's 3 channels 7 x 7 at stride 2, 2 channels 5 x 5 (a run of 10, whose
@@ -450,8 +450,8 @@ struct SharedCacheOf {
 
 // Where operands outgrow the L3, the depthwise forward and stride-1 input gradient prefetch the
 // next row's input and result rows as they go (RowsAhead): in the 3x3 sweeps (64 channels: two
-// blocks; 80: two and a half vectors, the half in tiles), in tiles (512 channels, whose pixels
-// crowd the L1's sets; a 5x5 filter), with a multiplier (the input in a ring: only the result
+// blocks; 80: two and a half vectors, the half in tiles), in tiles (1024 channels, whose pixels
+// share the L1's sets; a 5x5 filter), with a multiplier (the input in a ring: only the result
 // prefetched), over two images (the last row of the first prefetches the second's), in float32
 // and float64. The same values as the reference at every ISA and 1 and 2 threads.
 TEST(RowsAhead, DepthwiseForwardAndInputGradient) {
@@ -461,7 +461,7 @@ TEST(RowsAhead, DepthwiseForwardAndInputGradient) {
   };
   const Case cases[] = {{64, 1, 3, "SAME"},
                         {80, 1, 3, "VALID"},
-                        {512, 1, 3, "SAME"},
+                        {1024, 1, 3, "SAME"},
                         {48, 1, 5, "SAME"},
                         {64, 2, 3, "SAME"}};
   const SharedCacheOf tiny_l3(1);
