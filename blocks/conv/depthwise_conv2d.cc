@@ -953,11 +953,11 @@ BF_CONV_INLINE void DwSweepRow(const ConvGeometry& g, const C* const* xr, const 
 }
 
 // The pixels a sweep prefetches ahead along its block's rows: half a row, from 4 to 8. A channel
-// block's piece of a pixel is two 64-byte lines of x and two of dy, a pixel stride apart: where
-// that stride exceeds 2 KiB (or the block's x and dy outgrow L1), the hardware prefetchers do not
-// bring the next pixels. The sweep once prefetched the next channel block's pieces one sweep
-// ahead instead, only where a block fit a quarter of L2 and its image was not cut in bands, and
-// L1 could not keep them for a whole sweep where a block outgrew it. Against that, one pinned
+// block's piece of a pixel is two 64-byte lines of x and two of dy, a pixel stride apart, which
+// the hardware prefetchers follow late (the layers with 512-byte strides gained as much as the
+// others) or, past 2 KiB, not at all. The sweep once prefetched the next channel block's pieces one
+// sweep ahead instead, only where a block fit a quarter of L2 and its image was not cut in bands,
+// and L1 could not keep them for a whole sweep where a block outgrew it. Against that, one pinned
 // core, paired call by call (medians of 70-590 pairs): mnv1_dw4_56x128 and mnv2_dw_56x144 36-39%
 // faster, mnv1_dw6_28x256 32%, mnv2_dw_28x192 36%, mnv1_dw1_112x32 21%, dw_mult2 33%, the 14 x 14
 // layers 12-18%, the 7 x 7 ones 8-9%; float16 and bfloat16 up to 8%, float64 25-35% (its banded
