@@ -97,27 +97,21 @@ BF_CONV_INLINE bool DwTaps(const ConvGeometry& g, const C* __restrict xrow, cons
 // from L3, and the output stays there for the next call).
 constexpr int64_t kStreamBytes = int64_t{5} << 20;
 
-// Whether pixels `stride` elements of C apart are a multiple of 2 KiB apart (512 or 1024 float
-// channels): the same channels of every pixel along a row then map to at most two of the L1's
-// 64 sets (the set index repeats every 4 KiB), so a kernel walking one channel block along a
-// row crowds a few sets.
+// Whether pixels `stride` elements of C apart are a multiple of `bytes` apart, 2 KiB unless
+// said (512 or 1024 float channels): the same channels of every pixel along a row then map to
+// at most two of the L1's 64 sets (the set index repeats every 4 KiB; at a multiple of 4 KiB,
+// 1024 float channels or 512 double, to one), so a kernel walking one channel block along a row
+// crowds a few sets.
 template <typename C>
-constexpr bool CrowdsL1Sets(int64_t stride) {
-  return stride * static_cast<int64_t>(sizeof(C)) % 2048 == 0;
-}
-
-// Whether pixels `stride` elements of C apart are a multiple of 4 KiB apart (1024 float
-// channels, 512 double): the same channels of every pixel then map to one pair of L1 sets.
-template <typename C>
-constexpr bool ShareL1Sets(int64_t stride) {
-  return stride * static_cast<int64_t>(sizeof(C)) % 4096 == 0;
+constexpr bool CrowdsL1Sets(int64_t stride, int64_t bytes = 2048) {
+  return stride * static_cast<int64_t>(sizeof(C)) % bytes == 0;
 }
 
 // Whether g's rows suit the forward row kernel's 3x3 sweeps (DwForwardRowImpl, which also
 // needs a row's three input rows and three interior columns, and AVX-512's registers): a 3x3
 // filter at stride_w 1, not where input or output pixels are a multiple of 4 KiB apart (1024
-// float channels, ShareL1Sets): mnv1_dw13_7x1024 measured 1-3% slower in sweeps than in tiles.
-// Strides of an odd multiple of 2 KiB (CrowdsL1Sets), where the sweeps had measured 1.2-1.4x
+// float channels, CrowdsL1Sets at 4 KiB): mnv1_dw13_7x1024 measured 1-3% slower in sweeps than in
+// tiles. Strides of an odd multiple of 2 KiB (CrowdsL1Sets), where the sweeps had measured 1.2-1.4x
 // slower than the tiles, sweep since the sweeps prefetch the next channel block
 // (RowsAhead::next_block): one pinned core, paired call by call with the tiles,
 // mnv1_dw8_14x512's forward 0.89 and input gradient 0.88 (two threads 0.92, 0.91), in double
@@ -125,8 +119,8 @@ constexpr bool ShareL1Sets(int64_t stride) {
 // stride.
 template <typename C>
 bool SweepsFit(const ConvGeometry& g) {
-  return g.filter_h == 3 && TapRowForm(g, 3, 1) && !ShareL1Sets<C>(g.in_depth) &&
-         !ShareL1Sets<C>(g.out_depth);
+  return g.filter_h == 3 && TapRowForm(g, 3, 1) && !CrowdsL1Sets<C>(g.in_depth, 4096) &&
+         !CrowdsL1Sets<C>(g.out_depth, 4096);
 }
 // Whether the forward row kernel takes g's rows (their inner rows at least) in sweeps.
 template <typename C>
