@@ -1073,6 +1073,40 @@ BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restric
   });
 }
 
+// The filter gradient's tiles of output row oh of the batch elements [n0, n1): input channels
+// PT at a time (packed where PacksTileInputs says so), output channels NVW vectors at a time,
+// then NV, then one.
+template <typename C, typename V, int PT, int NVW, int NV>
+BF_CONV_INLINE void BackpropFilterTileRow(const ConvGeometry& g, const C* x, const C* dy, C* dw,
+                                          int64_t n0, int64_t n1, int64_t oh, PackedRows<C>* xp) {
+  constexpr int64_t L = sizeof(V) / sizeof(C);
+  const int64_t cog = g.out_depth / g.groups;
+  const C* rows[kMaxPackedRows];
+  const C* const* packed = nullptr;
+  if (PacksTileInputs(g, PT)) {
+    PackTileInputs<C, PT>(g, x, n0, n1, oh, xp, rows);
+    packed = rows;
+  }
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    int64_t j = 0;
+    for (; j + NVW * L <= cog; j += NVW * L)
+      BackpropFilterTiles<C, V, PT, NVW>(g, x, packed, dy, dw, n0, n1, oh, grp, j);
+    if constexpr (NV < NVW) {
+      for (; j + NV * L <= cog; j += NV * L)
+        BackpropFilterTiles<C, V, PT, NV>(g, x, packed, dy, dw, n0, n1, oh, grp, j);
+    }
+    for (; j + L <= cog; j += L)
+      BackpropFilterTiles<C, V, PT, 1>(g, x, packed, dy, dw, n0, n1, oh, grp, j);
+    if (j < cog)
+      for (int64_t n = n0; n < n1; ++n) BackpropFilterRest<C>(g, x, dy, dw, n, oh, grp, j);
+  }
+}
+
+// The input channels of the filter gradient's wide tiles (AVX-512, BackpropFilterBlockT) and
+// the fewest a group takes them with.
+constexpr int kWideFilterChannels = 6;
+constexpr int64_t kMinWideFilterChannels = 4 * kWideFilterChannels;
+
 // Filter gradient of output row oh of the batch elements [n0, n1).
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, const C* dy, C* dw,
@@ -1098,22 +1132,22 @@ BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, cons
         for (int64_t n = n0; n < n1; ++n) BackpropFilterRest<C>(g, x, dy, dw, n, oh, 0, j);
       return;
     }
+    // 6 input channels by 2 NV vectors (24 sums, 4 dy loads and 6 broadcasts per column, 29
+    // registers) where a group has 4 blocks of 6 input channels and 2 NV vectors of output
+    // channels: 8 x NV issues 26 instructions per column for its 16 multiply-adds, which the
+    // core renames 4 a cycle, as many cycles as the multiply-adds take on its two FMA ports;
+    // 6 x 2 NV issues 34 for 24. The channels after the last block of 6 (4 of 64, 2 of 128) go
+    // as they did. One pinned core, paired call by call with 8 x NV (medians of 190-1150
+    // pairs): resnet_28x128 stride 1 0.91, stride 2 0.95-0.97, resnet_56x64 0.91-0.93, in
+    // double 0.91, 0.94-0.95 and 0.96-0.98; fc6 (512 to 1024 channels), the stem and the 1x1
+    // layer within 1%.
+    if constexpr (NV >= 2) {
+      if (g.filter_in_depth >= kMinWideFilterChannels && cog >= 2 * NV * L)
+        return BackpropFilterTileRow<C, V, kWideFilterChannels, 2 * NV, NV>(g, x, dy, dw, n0, n1,
+                                                                            oh, xp);
+    }
   }
-  const C* rows[kMaxPackedRows];
-  const C* const* packed = nullptr;
-  if (PacksTileInputs(g, PF)) {
-    PackTileInputs<C, PF>(g, x, n0, n1, oh, xp, rows);
-    packed = rows;
-  }
-  for (int64_t grp = 0; grp < g.groups; ++grp) {
-    int64_t j = 0;
-    for (; j + NV * L <= cog; j += NV * L)
-      BackpropFilterTiles<C, V, PF, NV>(g, x, packed, dy, dw, n0, n1, oh, grp, j);
-    for (; j + L <= cog; j += L)
-      BackpropFilterTiles<C, V, PF, 1>(g, x, packed, dy, dw, n0, n1, oh, grp, j);
-    if (j < cog)
-      for (int64_t n = n0; n < n1; ++n) BackpropFilterRest<C>(g, x, dy, dw, n, oh, grp, j);
-  }
+  BackpropFilterTileRow<C, V, PF, NV, NV>(g, x, dy, dw, n0, n1, oh, xp);
 }
 
 /// The filter gradient's kernel signature: geometry, x, dy, the partial sum dw, the batch

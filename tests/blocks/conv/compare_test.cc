@@ -188,6 +188,12 @@ std::vector<Problem> GridProblems(bool depthwise) {
       // tiles read their inputs packed per stride phase: 21 columns (11 in phase 0, 10 in
       // phase 1), three blocks of 8 channels.
       {"NHWC", "SAME", 9, 21, 24, 1, 32, 1, 1, 2, 1, 1},
+      // 24 input channels and more per group into 64 and more output channels, whose filter
+      // gradient takes tiles of 6 input channels by 4 vectors with AVX-512 in float: 26
+      // channels (4 blocks of 6 and 2 left over) into 97 (4 vectors, then 2, then 1 channel), and
+      // two groups of 26 into 80 at column stride 2 (4 vectors, then 1).
+      {"NHWC", "SAME", 6, 9, 26, 1, 97, 1, 1, 1, 1, 1},
+      {"NHWC", "EXPLICIT", 7, 11, 52, 2, 80, 1, 1, 2, 1, 1},
       // A stride-1 input gradient computed as the forward of the turned filter: dilated, with a
       // channel left over after two vectors (the forward's plain loop for it).
       {"NHWC", "SAME", 9, 11, 33, 1, 20, 1, 1, 1, 2, 2},
