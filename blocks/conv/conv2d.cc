@@ -1140,7 +1140,8 @@ BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, cons
     // as they did. One pinned core, paired call by call with 8 x NV (medians of 190-1150
     // pairs): resnet_28x128 stride 1 0.91, stride 2 0.95-0.97, resnet_56x64 0.91-0.93, in
     // double 0.91, 0.94-0.95 and 0.96-0.98; fc6 (512 to 1024 channels), the stem and the 1x1
-    // layer within 1%.
+    // layer within 1%. Built with the branch padding of blocks/CMakeLists.txt, which 8 x NV's
+    // loop had needed more: resnet_28x128 0.92-0.94 and 0.97, resnet_56x64 0.98, fc6 0.99-1.0.
     if constexpr (NV >= 2) {
       if (g.filter_in_depth >= kMinWideFilterChannels && cog >= 2 * NV * L)
         return BackpropFilterTileRow<C, V, kWideFilterChannels, 2 * NV, NV>(g, x, dy, dw, n0, n1,
