@@ -1079,7 +1079,7 @@ BF_CONV_INLINE void BackpropFilterRest(const ConvGeometry& g, const C* __restric
 template <typename C, typename V, int PT, int NVW, int NV>
 BF_CONV_INLINE void BackpropFilterTileRow(const ConvGeometry& g, const C* x, const C* dy, C* dw,
                                           int64_t n0, int64_t n1, int64_t oh, PackedRows<C>* xp) {
-  constexpr int64_t L = sizeof(V) / sizeof(C);
+  constexpr int64_t L = 64 / sizeof(C);
   const int64_t cog = g.out_depth / g.groups;
   const C* rows[kMaxPackedRows];
   const C* const* packed = nullptr;
@@ -1105,7 +1105,7 @@ BF_CONV_INLINE void BackpropFilterTileRow(const ConvGeometry& g, const C* x, con
 // The input channels of the filter gradient's wide tiles (AVX-512, BackpropFilterBlockT) and
 // the fewest a group takes them with.
 constexpr int kWideFilterChannels = 6;
-constexpr int64_t kMinWideFilterChannels = 4 * kWideFilterChannels;
+constexpr int64_t kMinWideFilterChannels = int64_t{4} * kWideFilterChannels;
 
 // Filter gradient of output row oh of the batch elements [n0, n1).
 template <typename C, typename V, int P, int NV>
@@ -1136,14 +1136,15 @@ BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, cons
     // registers) where a group has 4 blocks of 6 input channels and 2 NV vectors of output
     // channels: 8 x NV issues 26 instructions per column for its 16 multiply-adds, which the
     // core renames 4 a cycle, as many cycles as the multiply-adds take on its two FMA ports;
-    // 6 x 2 NV issues 34 for 24. The channels after the last block of 6 (4 of 64, 2 of 128) go
-    // as they did. One pinned core, paired call by call with 8 x NV (medians of 190-1150
+    // 6 x 2 NV issues 34 for 24. The channels after the last block of 6 (4 of 64, 2 of 128)
+    // take the few-channel path (BackpropFilterFewChannels), as those after the last block of 8
+    // do. One pinned core, paired call by call with 8 x NV (medians of 190-1150
     // pairs): resnet_28x128 stride 1 0.91, stride 2 0.95-0.97, resnet_56x64 0.91-0.93, in
     // double 0.91, 0.94-0.95 and 0.96-0.98; fc6 (512 to 1024 channels), the stem and the 1x1
     // layer within 1%. Built with the branch padding of blocks/CMakeLists.txt, which 8 x NV's
     // loop had needed more: resnet_28x128 0.92-0.94 and 0.97, resnet_56x64 0.98, fc6 0.99-1.0.
     if constexpr (NV >= 2) {
-      if (g.filter_in_depth >= kMinWideFilterChannels && cog >= 2 * NV * L)
+      if (g.filter_in_depth >= kMinWideFilterChannels && cog >= int64_t{2} * NV * L)
         return BackpropFilterTileRow<C, V, kWideFilterChannels, 2 * NV, NV>(g, x, dy, dw, n0, n1,
                                                                             oh, xp);
     }
