@@ -941,6 +941,49 @@ BF_CONV_INLINE void PackTileInputs(const ConvGeometry& g, const C* __restrict x,
   }
 }
 
+// One filter-gradient tile: dwt[p, k-th vector] (rows co_all apart) += the sum over `images`
+// images and `cols` columns of x[p] * dy[k-th vector], P input channels by NV vectors of output
+// channels. A column's P inputs are at xblock + n * image_step + q * column_step, its gradient
+// at dyq0 + n * dy_image + q * co_all.
+template <typename C, typename V, int P, int NV>
+BF_CONV_INLINE void BackpropFilterTile(const C* __restrict xblock, int64_t column_step,
+                                       int64_t image_step, const C* __restrict dyq0,
+                                       int64_t dy_image, int64_t images, int64_t cols,
+                                       int64_t co_all, C* __restrict dwt) {
+  constexpr int L = sizeof(V) / sizeof(C);
+  V acc[P][NV];
+  ZeroTile(acc);
+  // The tile's piece of dw, fetched while the columns run: the partial sum of a 3x3 layer of
+  // 128 to 128 channels (590 KB) shares L2 with the packed rows, and adding the tile to it
+  // waited on L3 (about a tenth of the stride-2 layer's samples). One pinned core, each call
+  // paired with one without: resnet_28x128 stride 2 3.1% faster (median of 93 pairs; 2.2% on
+  // two threads), stride 1 1.6% (75); resnet_56x64, the stem and fc6 within 1%. Fetching the
+  // next tile's piece instead gained 1.7% at stride 2.
+  for (int p = 0; p < P; ++p)
+    for (int k = 0; k < NV; ++k) __builtin_prefetch(dwt + p * co_all + k * L);
+  for (int64_t n = 0; n < images; ++n) {
+    const C* xq = xblock + n * image_step;
+    const C* dyq = dyq0 + n * dy_image;
+    // Four columns per loop pass, as AddTapPixels does for the forward's steps: the 8 x 2
+    // tile's 10 loads and 16 multiply-adds a step had 4 index instructions beside them
+    // (resnet_56x64 5-8% faster on Cascade Lake, 28x128 1-4%).
+#pragma GCC unroll 4
+    for (int64_t q = 0; q < cols; ++q) {
+      V dv[NV];
+      for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyq + q * co_all + k * L);
+      for (int p = 0; p < P; ++p) {
+        const C s = xq[q * column_step + p];
+        for (int k = 0; k < NV; ++k) acc[p][k] += dv[k] * s;
+      }
+    }
+  }
+  for (int p = 0; p < P; ++p)
+    for (int k = 0; k < NV; ++k) {
+      C* d = dwt + p * co_all + k * L;
+      StoreVec(d, LoadVec<V>(d) + acc[p][k]);
+    }
+}
+
 // Filter gradient of output row oh of the batch elements [n0, n1), output channels
 // [grp*cog + j0, + NV*L), into the private partial sum dw [fh, fw, cig, co]:
 // dw[kh, kw, ci, co] += sum over n in [n0, n1) and ow of x[n, ih, iw(ow, kw), grp*cig + ci] *
@@ -954,8 +997,6 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
                                         const C* const* xp, const C* __restrict dy,
                                         C* __restrict dw, int64_t n0, int64_t n1, int64_t oh,
                                         int64_t grp, int64_t j0) {
-  using Vec = V;
-  constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t co0 = grp * (co_all / g.groups) + j0;
   const int64_t dy_image = g.out_h * g.out_w * co_all, images = n1 - n0;
@@ -981,40 +1022,22 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
         image_step = tw * P;
         block_step = block_values;
       }
+      const C* dyq0 = dyrow0 + ow0 * co_all;
+      const int64_t cols = ow1 - ow0;
       int64_t ci0 = 0;
-      for (; ci0 + P <= cig; ci0 += P) {
-        Vec acc[P][NV];
-        ZeroTile(acc);
-        // The tile's piece of dw, fetched while the columns run: the partial sum of a 3x3
-        // layer of 128 to 128 channels (590 KB) shares L2 with the packed rows, and adding the
-        // tile to it waited on L3 (about a tenth of the stride-2 layer's samples). One pinned
-        // core, each call paired with one without: resnet_28x128 stride 2 3.1% faster (median
-        // of 93 pairs; 2.2% on two threads), stride 1 1.6% (75); resnet_56x64, the stem and
-        // fc6 within 1%. Fetching the next tile's piece instead gained 1.7% at stride 2.
-        for (int p = 0; p < P; ++p)
-          for (int k = 0; k < NV; ++k) __builtin_prefetch(dwt + (ci0 + p) * co_all + k * L);
-        const C* xblock = xfirst + ci0 / P * block_step;
-        for (int64_t n = 0; n < images; ++n) {
-          const C* xq = xblock + n * image_step;
-          const C* dyq = dyrow0 + n * dy_image + ow0 * co_all;
-          // Four columns per loop pass, as AddTapPixels does for the forward's steps: the 8 x 2
-          // tile's 10 loads and 16 multiply-adds a step had 4 index instructions beside them
-          // (resnet_56x64 5-8% faster on Cascade Lake, 28x128 1-4%).
-#pragma GCC unroll 4
-          for (int64_t q = 0; q < ow1 - ow0; ++q) {
-            Vec dv[NV];
-            for (int k = 0; k < NV; ++k) dv[k] = LoadVec<V>(dyq + q * co_all + k * L);
-            for (int p = 0; p < P; ++p) {
-              const C s = xq[q * column_step + p];
-              for (int k = 0; k < NV; ++k) acc[p][k] += dv[k] * s;
-            }
-          }
+      for (; ci0 + P <= cig; ci0 += P)
+        BackpropFilterTile<C, V, P, NV>(xfirst + ci0 / P * block_step, column_step, image_step,
+                                        dyq0, dy_image, images, cols, co_all, dwt + ci0 * co_all);
+      // Four input channels and more after the last block of P (4 of 64 after blocks of 6): a
+      // tile of 4 from x, one pass over the columns (16 sums with 4 vectors), not the
+      // few-channel passes of 3 and 1 channels.
+      if constexpr (P > 4 && NV >= 2) {
+        if (cig - ci0 >= 4) {
+          BackpropFilterTile<C, V, 4, NV>(xrow0 + iw0 * ci_all + ci0, sw * ci_all,
+                                          g.in_h * g.in_w * ci_all, dyq0, dy_image, images, cols,
+                                          co_all, dwt + ci0 * co_all);
+          ci0 += 4;
         }
-        for (int p = 0; p < P; ++p)
-          for (int k = 0; k < NV; ++k) {
-            C* d = dwt + (ci0 + p) * co_all + k * L;
-            StoreVec(d, LoadVec<V>(d) + acc[p][k]);
-          }
       }
       // The input channels after the last full group of P (all of them for a 3-channel stem).
       const C* xrow_rest = xrow0 + ci0;
