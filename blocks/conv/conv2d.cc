@@ -1159,10 +1159,10 @@ BF_CONV_INLINE void BackpropFilterBlockT(const ConvGeometry& g, const C* x, cons
     // registers) where a group has 4 blocks of 6 input channels and 2 NV vectors of output
     // channels: 8 x NV issues 26 instructions per column for its 16 multiply-adds, which the
     // core renames 4 a cycle, as many cycles as the multiply-adds take on its two FMA ports;
-    // 6 x 2 NV issues 34 for 24. The channels after the last block of 6 (4 of 64, 2 of 128)
-    // take the few-channel path (BackpropFilterFewChannels), as those after the last block of 8
-    // do. One pinned core, paired call by call with 8 x NV (medians of 190-1150
-    // pairs): resnet_28x128 stride 1 0.91, stride 2 0.95-0.97, resnet_56x64 0.91-0.93, in
+    // 6 x 2 NV issues 34 for 24. The channels after the last block of 6 go as those after the
+    // last block of 8 do (BackpropFilterTiles: 4 of 64 in a tile of 4, 2 of 128 through
+    // BackpropFilterFewChannels). One pinned core, paired call by call with 8 x NV (medians of
+    // 190-1150 pairs): resnet_28x128 stride 1 0.91, stride 2 0.95-0.97, resnet_56x64 0.91-0.93, in
     // double 0.91, 0.94-0.95 and 0.96-0.98; fc6 (512 to 1024 channels), the stem and the 1x1
     // layer within 1%. Built with the branch padding of blocks/CMakeLists.txt, which 8 x NV's
     // loop had needed more: resnet_28x128 0.92-0.94 and 0.97, resnet_56x64 0.98, fc6 0.99-1.0.
