@@ -1014,8 +1014,10 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
       // the next column and the next image are: in x, or in the packed rows (its phase r and
       // place t0 there).
       const int64_t iw0 = ow0 * sw - off, r = iw0 % sw, t0 = iw0 / sw;
-      const C* xfirst = xrow0 + iw0 * ci_all;
-      int64_t column_step = sw * ci_all, image_step = g.in_h * g.in_w * ci_all, block_step = P;
+      const C* const xcol = xrow0 + iw0 * ci_all;  // in x itself, and its steps
+      const int64_t x_column = sw * ci_all, x_image = g.in_h * g.in_w * ci_all;
+      const C* xfirst = xcol;
+      int64_t column_step = x_column, image_step = x_image, block_step = P;
       if (xp != nullptr) {
         xfirst = xp[kh] + grp * (cig / P) * block_values + (r * images * tw + t0) * P;
         column_step = P;
@@ -1033,9 +1035,8 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
       // few-channel passes of 3 and 1 channels.
       if constexpr (P > 4 && NV >= 2) {
         if (cig - ci0 >= 4) {
-          BackpropFilterTile<C, V, 4, NV>(xrow0 + iw0 * ci_all + ci0, sw * ci_all,
-                                          g.in_h * g.in_w * ci_all, dyq0, dy_image, images, cols,
-                                          co_all, dwt + ci0 * co_all);
+          BackpropFilterTile<C, V, 4, NV>(xcol + ci0, x_column, x_image, dyq0, dy_image, images,
+                                          cols, co_all, dwt + ci0 * co_all);
           ci0 += 4;
         }
       }
