@@ -79,7 +79,7 @@ using WorkBuffer = std::vector<C, AlignedAllocator<C>>;
 /// kReusedKeepBytes (the bound on what one thread keeps to itself between calls). A freed buffer
 /// goes back to BufferPool::Scratch() (AlignedAllocator), whose cache the next call of any
 /// thread draws on. A nested use of a slot simply finds it empty.
-inline constexpr int kReusedSlots = 11;
+inline constexpr int kReusedSlots = 12;
 template <typename C>
 class Reused {
  public:
@@ -118,7 +118,8 @@ enum ReusedSlot : int {
   kSlotInputRows,
   kSlotOutBackpropRows,
   kSlotPackedInput,
-  kSlotFilterCopy
+  kSlotFilterCopy,
+  kSlotBlockedImages
 };
 
 /// Number of rows of work each thread gets at least, so tiny problems stay on one thread.
