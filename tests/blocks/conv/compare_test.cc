@@ -493,6 +493,38 @@ TEST(RowsAhead, DepthwiseForwardAndInputGradient) {
       }
 }
 
+// The depthwise 3x3 filter gradient's sweeps read NHWC images whose pixels are a multiple of
+// 2 KiB apart through a per-thread copy of the image in channel blocks (SweepBlocksImages):
+// float32 at 1024 channels (4 KiB) and at 512 (2 KiB; 20 x 20 pixels, whose x and dy outgrow an
+// L2 of up to 1.6 MB, so that its rows also go in bands), float64 at 256, over one image (whose
+// blocks both threads share, each copying it) and over three. The same values as the reference
+// at every ISA and 1 and 2 threads.
+TEST(DepthwiseSweep, FilterGradientCopiesImagesWhosePixelsCrowdL1Sets) {
+  struct Case {
+    DType dtype;
+    int64_t n, h, w, c;
+    const char* padding;
+  };
+  const Case cases[] = {{DType::kFloat32, 1, 5, 6, 1024, "SAME"},
+                        {DType::kFloat32, 3, 4, 7, 1024, "VALID"},
+                        {DType::kFloat32, 1, 20, 20, 512, "SAME"},
+                        {DType::kFloat64, 3, 6, 5, 256, "SAME"}};
+  std::mt19937_64 rng(37);
+  for (const Case& k : cases) {
+    Problem p;
+    p.depthwise = true;
+    p.padding = k.padding;
+    p.n = k.n;
+    p.h = k.h;
+    p.w = k.w;
+    p.c = k.c;
+    p.fh = p.fw = 3;
+    CheckLargeAgainstReference(
+        p, 2, k.dtype, 0, [](const ConvGeometry& g) { return g.out_h; }, rng);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 // The dense filter gradient's tiles read x's rows packed (PackTileInputs), and a thread keeps
 // them from one output row to the next within a call, a slot per filter row: at row strides 1
 // to 3, column strides 1 and 2, row dilation 2, filters of 3 and 8 rows (the most it packs) and
