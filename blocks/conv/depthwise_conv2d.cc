@@ -1188,12 +1188,14 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   ResultRows<T> out(args, g.out_h, g.out_w, g.out_depth, nt);
   // Rows computed into a per-thread row (read right back to be stored) are never streamed.
   const DwForwardFn<C> row = out.direct() ? ForwardRowFor<C>(rows * row_size) : DwForwardRow(C{});
-  ExpandedInputRows<S, C> xrows(g, x, format, nt);
+  // The input's own rows whose pixels are a multiple of 2 KiB apart are read through a padded
+  // copy (ExpandedRows::PadsOwnRows; see row_rings.h).
+  ExpandedInputRows<S, C> xrows(g, x, format, nt, /*whole_images=*/false, /*pad=*/true);
   const ConvGeometry& e = xrows.geometry();
   const WorkBuffer<C> zeros(static_cast<size_t>(e.out_depth), C{0});
   const bool ahead = PrefetchesRowsAhead<C>(
       g.batch * g.in_h * g.in_w * g.in_depth + rows * row_size, ForwardSweeps<C>(e));
-  const bool own_rows = !ExpandedRows<S, C>::Copies(g, format);
+  const bool own_rows = !ExpandedRows<S, C>::Copies(g, format, /*pad=*/true);
   ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
     RowsAhead<C> next;
     next.own_rows = own_rows;

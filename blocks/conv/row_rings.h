@@ -65,36 +65,53 @@ void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t 
 // multiple of 4 KiB. Pixels 4 KiB apart all fall in one set of the L1 cache, and a 3x3 tile
 // reads ten of them at once (nine taps and the gradient): one more cache line per pixel spreads
 // them over ten sets (mnv1_dw13, 1024 channels, in float16: the filter gradient 0.208 -> 0.186
-// ms, one pinned core). Rows that are the input's own are not copied just to pad them: the
-// copy cost more than the conflicts (mnv1_dw13 in float, one pinned core: the forward 0.182 ->
-// 0.150 ms unpadded, the filter gradient 0.184 -> 0.170; in double, mnv1_dw8_14x512's forward
-// 0.861 -> 0.666). Padding pixels 2 KiB apart made the filter gradient of mnv1_dw8_14x512 7%
-// faster on one thread but 20-40% slower on two, and the forward 10% slower (the copy).
+// ms, one pinned core). On Cascade Lake, rows that are the input's own cost more to copy than
+// the conflicts (mnv1_dw13 in float, one pinned core: the forward 0.182 -> 0.150 ms unpadded,
+// the filter gradient 0.184 -> 0.170; in double, mnv1_dw8_14x512's forward 0.861 -> 0.666), and
+// padding pixels 2 KiB apart made the filter gradient of mnv1_dw8_14x512 7% faster on one
+// thread but 20-40% slower on two, and the forward 10% slower (the copy). On an AVX-512 EPYC
+// the forward gains from copying its own rows padded wherever pixels are a multiple of 2 KiB
+// apart (PadsOwnRows, which the forward asks for): one pinned core, paired call by call,
+// mnv1_dw13 0.151 -> 0.125 ms (two threads 0.86), mnv1_dw8_14x512 0.297 -> 0.232 (two threads
+// 0.85); in double mnv1_dw13 0.61, mnv1_dw8 0.88, mnv1_dw6_28x256 1.00. The filter gradient
+// there copies whole images into channel blocks instead (SweepBlocksImages): padded rows measured
+// 0.83-0.91 of that in float on one thread but 1.09-1.34 in double and up to 1.30 on two threads.
 template <typename S, typename C>
 class ExpandedRows {
  public:
-  /// Whether rows of x in `format` are copied: unless NHWC of C without a multiplier.
-  static bool Copies(const ConvGeometry& g, DataFormat format) {
-    return !std::is_same_v<S, C> || format != DataFormat::kNHWC || g.multiplier != 1;
+  /// Whether rows of x in `format` are copied: unless NHWC of C without a multiplier, and then
+  /// too for `pad` (PadsOwnRows).
+  static bool Copies(const ConvGeometry& g, DataFormat format, bool pad = false) {
+    return !std::is_same_v<S, C> || format != DataFormat::kNHWC || g.multiplier != 1 ||
+           PadsOwnRows(g, format, pad);
+  }
+  /// Whether, for a kernel that asks (`pad`), a depthwise input's own rows (NHWC of C without a
+  /// multiplier) are copied with a padded pixel stride: where their pixels are a multiple of
+  /// 2 KiB apart.
+  static bool PadsOwnRows(const ConvGeometry& g, DataFormat format, bool pad) {
+    return pad && g.depthwise && std::is_same_v<S, C> && format == DataFormat::kNHWC &&
+           g.multiplier == 1 && g.in_depth * static_cast<int64_t>(sizeof(C)) % 2048 == 0;
   }
   /// The pixel stride of the rows Row returns.
-  static int64_t Stride(const ConvGeometry& g, DataFormat format) {
-    if (!g.depthwise || !Copies(g, format)) return g.in_depth;
+  static int64_t Stride(const ConvGeometry& g, DataFormat format, bool pad = false) {
+    if (!g.depthwise || !Copies(g, format, pad)) return g.in_depth;
     const int64_t s = g.in_depth * g.multiplier;
     constexpr int64_t kLine = 64 / sizeof(C);
-    return (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 ? s + kLine : s;
+    const bool crowded =
+        (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 || PadsOwnRows(g, format, pad);
+    return crowded ? s + kLine : s;
   }
-  static int64_t Slots(const ConvGeometry& g, DataFormat format) {
-    return Copies(g, format) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
+  static int64_t Slots(const ConvGeometry& g, DataFormat format, bool pad = false) {
+    return Copies(g, format, pad) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
   }
-  static int64_t RowSize(const ConvGeometry& g, DataFormat format) {
-    return g.in_w * Stride(g, format);
+  static int64_t RowSize(const ConvGeometry& g, DataFormat format, bool pad = false) {
+    return g.in_w * Stride(g, format, pad);
   }
   // x: the input, in `format`; ring: `slots` * RowSize(g, format) elements (Slots, or in_h to hold
   // whole images); keys: `slots` entries set to -1.
   ExpandedRows(const ConvGeometry& g, const S* x, DataFormat format, C* ring, int64_t* keys,
-               int64_t slots)
-      : g_(g), x_(x), format_(format), ring_(ring), keys_(keys), slots_(slots) {}
+               int64_t slots, bool pad = false)
+      : g_(g), x_(x), format_(format), ring_(ring), keys_(keys), slots_(slots), pad_(pad) {}
 
   const C* Row(int64_t n, int64_t ih) {
     const int64_t key = n * g_.in_h + ih, ch = g_.in_depth, mult = g_.multiplier;
@@ -102,8 +119,8 @@ class ExpandedRows {
     if constexpr (std::is_same_v<S, C>) {
       if (slots_ == 0) return src;
     }
-    const int64_t slot = key % slots_, stride = Stride(g_, format_);
-    C* const row = ring_ + slot * RowSize(g_, format_);
+    const int64_t slot = key % slots_, stride = Stride(g_, format_, pad_);
+    C* const row = ring_ + slot * RowSize(g_, format_, pad_);
     if (keys_[slot] == key) return row;
     keys_[slot] = key;
     if (format_ == DataFormat::kNCHW || mult == 1) {
@@ -135,6 +152,7 @@ class ExpandedRows {
   C* ring_;
   int64_t* keys_;
   int64_t slots_;
+  bool pad_;
 };
 
 // Per-thread ExpandedRows over the input, and the input rows that the filter rows of one output
@@ -144,21 +162,24 @@ template <typename S, typename C>
 class ExpandedInputRows {
  public:
   /// x: the input in `format` (NHWC unless the multiplier is 1). `whole_images`: the ring holds
-  /// every row of an image (Image), not just the rows one output row reads (FilterRows).
+  /// every row of an image (Image), not just the rows one output row reads (FilterRows). `pad`:
+  /// a depthwise input's own rows whose pixels are a multiple of 2 KiB apart are copied with a
+  /// padded stride too (ExpandedRows::PadsOwnRows).
   ExpandedInputRows(const ConvGeometry& g, const S* x, DataFormat format, int nt,
-                    bool whole_images = false)
+                    bool whole_images = false, bool pad = false)
       : g_(g),
         e_(g.depthwise ? Expanded(g) : g),
         x_(x),
         format_(format),
-        slots_(whole_images && ExpandedRows<S, C>::Copies(g, format)
+        pad_(pad),
+        slots_(whole_images && ExpandedRows<S, C>::Copies(g, format, pad)
                    ? g.in_h
-                   : ExpandedRows<S, C>::Slots(g, format)),
-        row_size_(ExpandedRows<S, C>::RowSize(g, format)),
+                   : ExpandedRows<S, C>::Slots(g, format, pad)),
+        row_size_(ExpandedRows<S, C>::RowSize(g, format, pad)),
         ring_(kSlotInputRows),
         keys_(nt, slots_, -1),
         rows_(nt, g.filter_h) {
-    e_.in_depth = ExpandedRows<S, C>::Stride(g, format);
+    e_.in_depth = ExpandedRows<S, C>::Stride(g, format, pad);
     // Kept between calls and not cleared (the keys say which rows a slot holds), instead of
     // a fresh ring faulted in and zeroed by the calling thread alone on every call.
     ring_->resize(static_cast<size_t>(nt * slots_ * row_size_));
@@ -187,7 +208,7 @@ class ExpandedInputRows {
   const C* OwnRow(int64_t r, int64_t kh) const {
     if constexpr (std::is_same_v<S, C>) {
       const int64_t n = r / g_.out_h, ih = g_.input_row(r % g_.out_h, kh);
-      if (!ExpandedRows<S, C>::Copies(g_, format_) && ih >= 0 && ih < g_.in_h)
+      if (!ExpandedRows<S, C>::Copies(g_, format_, pad_) && ih >= 0 && ih < g_.in_h)
         return x_ + (n * g_.in_h + ih) * g_.in_w * g_.in_depth;
     }
     return nullptr;
@@ -197,7 +218,8 @@ class ExpandedInputRows {
   /// ih * in_w * geometry().in_depth.
   const C* Image(int thread, int64_t n) {
     if constexpr (std::is_same_v<S, C>) {
-      if (!ExpandedRows<S, C>::Copies(g_, format_)) return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
+      if (!ExpandedRows<S, C>::Copies(g_, format_, pad_))
+        return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
     }
     // A thread's items take an image's channel blocks one after another, and the ring holds
     // row ih in slot ih: the keys say whether the image is there without Row's division per
@@ -216,13 +238,14 @@ class ExpandedInputRows {
   // Thread `thread`'s ring of slots_ rows.
   C* Ring(int thread) { return ring_.data() + thread * slots_ * row_size_; }
   ExpandedRows<S, C> Source(int thread) {
-    return ExpandedRows<S, C>(g_, x_, format_, Ring(thread), keys_[thread], slots_);
+    return ExpandedRows<S, C>(g_, x_, format_, Ring(thread), keys_[thread], slots_, pad_);
   }
 
   const ConvGeometry& g_;
   ConvGeometry e_;
   const S* x_;
   DataFormat format_;
+  bool pad_;
   int64_t slots_, row_size_;
   Reused<C> ring_;
   PerThread<int64_t> keys_;
