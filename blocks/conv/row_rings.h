@@ -71,9 +71,10 @@ void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t 
 // padding pixels 2 KiB apart made the filter gradient of mnv1_dw8_14x512 7% faster on one
 // thread but 20-40% slower on two, and the forward 10% slower (the copy). On an AVX-512 EPYC
 // the forward gains from copying its own rows padded wherever pixels are a multiple of 2 KiB
-// apart (PadsOwnRows, which the forward asks for): one pinned core, paired call by call,
-// mnv1_dw13 0.151 -> 0.125 ms (two threads 0.86), mnv1_dw8_14x512 0.297 -> 0.232 (two threads
-// 0.85); in double mnv1_dw13 0.61, mnv1_dw8 0.88, mnv1_dw6_28x256 1.00. The filter gradient
+// apart (PadsOwnRows, which the forward and the stride-1 input gradient ask for, the latter for
+// dy's rows): one pinned core, paired call by call, the forward of mnv1_dw13 0.151 -> 0.125 ms
+// (two threads 0.86), of mnv1_dw8_14x512 0.297 -> 0.232 (two threads 0.85); in double mnv1_dw13
+// 0.61, mnv1_dw8 0.88, mnv1_dw6_28x256 1.00. The filter gradient
 // there copies whole images into channel blocks instead (SweepBlocksImages): padded rows measured
 // 0.83-0.91 of that in float on one thread but 1.09-1.34 in double and up to 1.30 on two threads.
 template <typename S, typename C>
