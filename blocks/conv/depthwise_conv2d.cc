@@ -97,16 +97,6 @@ BF_CONV_INLINE bool DwTaps(const ConvGeometry& g, const C* __restrict xrow, cons
 // from L3, and the output stays there for the next call).
 constexpr int64_t kStreamBytes = int64_t{5} << 20;
 
-// Whether pixels `stride` elements of C apart are a multiple of `bytes` apart, 2 KiB unless
-// said (512 or 1024 float channels): the same channels of every pixel along a row then map to
-// at most two of the L1's 64 sets (the set index repeats every 4 KiB; at a multiple of 4 KiB,
-// 1024 float channels or 512 double, to one), so a kernel walking one channel block along a row
-// crowds a few sets.
-template <typename C>
-constexpr bool CrowdsL1Sets(int64_t stride, int64_t bytes = 2048) {
-  return stride * static_cast<int64_t>(sizeof(C)) % bytes == 0;
-}
-
 // Whether g's rows suit the forward row kernel's 3x3 sweeps (DwForwardRowImpl, which also
 // needs a row's three input rows and three interior columns, and AVX-512's registers): a 3x3
 // filter at stride_w 1, not where input or output pixels are a multiple of 4 KiB apart (1024
@@ -1576,9 +1566,10 @@ int64_t SweepBandRows(const ConvGeometry& g, int64_t blocks, int threads, size_t
 // mnv1_dw8 0.77 and mnv1_dw6_28x256 (2 KiB, 3.2 MB an image) 0.87; two threads mnv1_dw13 0.15
 // -> 0.10 ms. Pixels 1 KiB apart measured slower copied (mnv1_dw6_28x256: 1.46), and the copy is
 // of a whole image (x and dy), up to 4 times L2.
-inline bool SweepBlocksImages(const ConvGeometry& e, size_t elem_size) {
-  const int64_t pixel = e.out_depth * static_cast<int64_t>(elem_size);
-  return e.in_depth == e.out_depth && pixel % 2048 == 0 &&
+template <typename C>
+bool SweepBlocksImages(const ConvGeometry& e) {
+  const int64_t pixel = e.out_depth * static_cast<int64_t>(sizeof(C));
+  return e.in_depth == e.out_depth && CrowdsL1Sets<C>(e.out_depth) &&
          (e.in_h * e.in_w + e.out_h * e.out_w) * pixel <= 4 * CacheBytes(2, kSweepL2Fallback);
 }
 
@@ -1623,7 +1614,7 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
   T* dw = args.filter_grad->template data<T>();
   // Each thread's copy of its current image in channel blocks (SweepBlocksImages), x then dy,
   // and the sums of one item over the copy's block, added into the thread's partial sums.
-  const bool blocked = SweepBlocksImages(e, sizeof(C));
+  const bool blocked = SweepBlocksImages<C>(e);
   const int64_t xhw = e.in_h * e.in_w, dhw = e.out_h * e.out_w;
   const int64_t copy = WholeLines<C>((xhw + dhw) * ch + 9 * kBlock);
   Reused<C> copies(kSlotBlockedImages);

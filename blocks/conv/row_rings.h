@@ -57,6 +57,16 @@ void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t 
   }
 }
 
+// Whether pixels `stride` elements of C apart are a multiple of `bytes` apart, 2 KiB unless
+// said (512 or 1024 float channels): the same channels of every pixel along a row then map to
+// at most two of the L1's 64 sets (the set index repeats every 4 KiB; at a multiple of 4 KiB,
+// 1024 float channels or 512 double, to one), so a kernel walking one channel block along a row
+// crowds a few sets.
+template <typename C>
+constexpr bool CrowdsL1Sets(int64_t stride, int64_t bytes = 2048) {
+  return stride * static_cast<int64_t>(sizeof(C)) % bytes == 0;
+}
+
 // The input rows that the row kernels read, in a per-thread ring of rows of C when they are not
 // the input's own rows: channel-expanded for a depthwise multiplier M > 1 (xe[c*M + m] = x[c]),
 // widened from a 16-bit input S or transposed from NCHW (a row at a time, while it is in cache,
@@ -74,9 +84,9 @@ void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t 
 // apart (PadsOwnRows, which the forward and the stride-1 input gradient ask for, the latter for
 // dy's rows): one pinned core, paired call by call, the forward of mnv1_dw13 0.151 -> 0.125 ms
 // (two threads 0.86), of mnv1_dw8_14x512 0.297 -> 0.232 (two threads 0.85); in double mnv1_dw13
-// 0.61, mnv1_dw8 0.88, mnv1_dw6_28x256 1.00. The filter gradient
-// there copies whole images into channel blocks instead (SweepBlocksImages): padded rows measured
-// 0.83-0.91 of that in float on one thread but 1.09-1.34 in double and up to 1.30 on two threads.
+// 0.61, mnv1_dw8 0.88, mnv1_dw6_28x256 1.00. The filter gradient there copies whole images into
+// channel blocks instead (SweepBlocksImages): padded rows measured 0.83-0.91 of that in float on
+// one thread but 1.09-1.34 in double and up to 1.30 on two threads.
 template <typename S, typename C>
 class ExpandedRows {
  public:
@@ -91,16 +101,14 @@ class ExpandedRows {
   /// 2 KiB apart.
   static bool PadsOwnRows(const ConvGeometry& g, DataFormat format, bool pad) {
     return pad && g.depthwise && std::is_same_v<S, C> && format == DataFormat::kNHWC &&
-           g.multiplier == 1 && g.in_depth * static_cast<int64_t>(sizeof(C)) % 2048 == 0;
+           g.multiplier == 1 && CrowdsL1Sets<C>(g.in_depth);
   }
   /// The pixel stride of the rows Row returns.
   static int64_t Stride(const ConvGeometry& g, DataFormat format, bool pad = false) {
     if (!g.depthwise || !Copies(g, format, pad)) return g.in_depth;
     const int64_t s = g.in_depth * g.multiplier;
     constexpr int64_t kLine = 64 / sizeof(C);
-    const bool crowded =
-        (s * static_cast<int64_t>(sizeof(C))) % 4096 == 0 || PadsOwnRows(g, format, pad);
-    return crowded ? s + kLine : s;
+    return CrowdsL1Sets<C>(s, 4096) || PadsOwnRows(g, format, pad) ? s + kLine : s;
   }
   static int64_t Slots(const ConvGeometry& g, DataFormat format, bool pad = false) {
     return Copies(g, format, pad) ? std::min(g.in_h, (g.filter_h - 1) * g.dilation_h + 1) : 0;
