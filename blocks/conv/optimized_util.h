@@ -211,6 +211,24 @@ constexpr int64_t WholeLines(int64_t count) {
   return (count + kLine - 1) / kLine * kLine;
 }
 
+/// The address space left after each thread's slice of a shared buffer (ThreadStride).
+inline constexpr int64_t kThreadGapBytes = int64_t{128} << 10;
+
+/// The stride of `nt` threads' slices of `count` elements of E in one buffer that the threads
+/// keep writing into (partial sums, rings of rows): whole cache lines, and with more than one
+/// thread kThreadGapBytes after each slice. Packed back to back, the thread writing into the
+/// higher of two neighbouring slices ran 8-35% slower than the other on the AVX-512 EPYC,
+/// whichever thread or data it was (the stem's filter gradient, 37 KB of partial sums per thread:
+/// 2.2 and 2.4-3.1 ms of each call's loop). Two static buffers 40 or 48 KB apart did the same,
+/// 64 KB apart half as much, 128 KB and more apart nothing: the cause lies with the neighbouring
+/// core (its hardware prefetcher, likely), not with this thread's data. The gaps are zeroed once,
+/// when a kept (Reused) buffer grows, and never touched again. (Per-call buffers do without: a
+/// gap would be paged in on every call.)
+template <typename E>
+constexpr int64_t ThreadStride(int64_t count, int nt) {
+  return WholeLines<E>(count) + (nt > 1 ? kThreadGapBytes / int64_t{sizeof(E)} : 0);
+}
+
 /// One buffer of `nt` per-thread slices of `count` elements each, every slice on cache lines of
 /// its own: a row kernel's per-thread pointers and tap lists, rewritten every row, would
 /// otherwise share a line with the next thread's, which would then move between the cores row
@@ -389,9 +407,6 @@ constexpr bool WideTiles(int64_t width) {
   return (width + kWideP - 1) / kWideP * kWideP <= (width + P - 1) / P * P;
 }
 
-/// The bytes SumRowsPerThread leaves between the partial sums of two threads.
-inline constexpr int64_t kPartialGapBytes = int64_t{128} << 10;
-
 /// Runs `row(r, partial)` for every r in [0, rows) on `nt` threads, each adding into its own
 /// zeroed partial sum of `size` elements, then adds the partial sums in thread order and rounds
 /// them into `out`: deterministic for a given thread count, and no atomics. Rows left once `k`
@@ -399,16 +414,9 @@ inline constexpr int64_t kPartialGapBytes = int64_t{128} << 10;
 template <typename T, typename C, typename Row>
 void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k, T* out,
                       const Row& row) {
-  // Each partial sum starts on a 64-byte boundary (a whole number of cache lines apart), so the
-  // row kernels' vector read-modify-writes of it never straddle two lines, and with a gap of
-  // kPartialGapBytes after it, so that no two threads' sums lie within 128 KB of each other.
-  // Packed back to back, the thread summing into the higher of two neighbours ran 8-35% slower
-  // than the other on the AVX-512 EPYC, whichever thread or data it was (the stem's filter
-  // gradient, 37 KB of sums per thread: 2.2 and 2.4-3.1 ms of each call's loop). Two static
-  // buffers 40 or 48 KB apart did the same, 64 KB apart half as much, 128 KB and more apart
-  // nothing: the cause lies with the neighbouring core (its hardware prefetcher, likely), not with
-  // this one's data. The gaps are zeroed once, when the buffer grows, and never touched again.
-  const int64_t stride = WholeLines<C>(size) + (nt > 1 ? kPartialGapBytes / int64_t{sizeof(C)} : 0);
+  // Each partial sum on cache lines of its own (ThreadStride), so that the row kernels' vector
+  // read-modify-writes of it never straddle two lines, and 128 KB from the next thread's.
+  const int64_t stride = ThreadStride<C>(size, nt);
   Reused<C> partial(kSlotPartialSums);
   // Each thread zeroes its own partial sum, in parallel (a 3x3 layer of 128 to 128 channels
   // has 590 KB per thread).

@@ -185,13 +185,14 @@ class ExpandedInputRows {
                    ? g.in_h
                    : ExpandedRows<S, C>::Slots(g, format, pad)),
         row_size_(ExpandedRows<S, C>::RowSize(g, format, pad)),
+        ring_stride_(ThreadStride<C>(slots_ * row_size_, nt)),
         ring_(kSlotInputRows),
         keys_(nt, slots_, -1),
         rows_(nt, g.filter_h) {
     e_.in_depth = ExpandedRows<S, C>::Stride(g, format, pad);
     // Kept between calls and not cleared (the keys say which rows a slot holds), instead of
     // a fresh ring faulted in and zeroed by the calling thread alone on every call.
-    ring_->resize(static_cast<size_t>(nt * slots_ * row_size_));
+    ring_->resize(static_cast<size_t>(nt * ring_stride_));
   }
 
   /// The multiplier-1 problem that the rows belong to (Expanded; a dense geometry itself), with
@@ -245,7 +246,7 @@ class ExpandedInputRows {
 
  private:
   // Thread `thread`'s ring of slots_ rows.
-  C* Ring(int thread) { return ring_.data() + thread * slots_ * row_size_; }
+  C* Ring(int thread) { return ring_.data() + thread * ring_stride_; }
   ExpandedRows<S, C> Source(int thread) {
     return ExpandedRows<S, C>(g_, x_, format_, Ring(thread), keys_[thread], slots_, pad_);
   }
@@ -255,7 +256,7 @@ class ExpandedInputRows {
   const S* x_;
   DataFormat format_;
   bool pad_;
-  int64_t slots_, row_size_;
+  int64_t slots_, row_size_, ring_stride_;
   Reused<C> ring_;
   PerThread<int64_t> keys_;
   PerThread<const C*> rows_;
