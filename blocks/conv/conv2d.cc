@@ -1783,8 +1783,10 @@ void DirectBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, Da
                             kSlotInputRows);
   ActivationChunks<S, C> dys(dy, format, g.batch, g.out_h, g.out_w, g.out_depth, nb * g.out_h, nt,
                              kSlotOutBackpropRows);
-  // Each thread's room for the packed input rows of its work items (PackTileInputs), empty.
-  const int64_t packed = PackedInputValues<C>(g, nb), slot = PackedSlotValues<C>(g, nb);
+  // Each thread's room for the packed input rows of its work items (PackTileInputs), empty,
+  // ThreadStride apart.
+  const int64_t packed = ThreadStride<C>(PackedInputValues<C>(g, nb), nt);
+  const int64_t slot = PackedSlotValues<C>(g, nb);
   Reused<C> xpack(kSlotPackedInput);
   xpack->resize(static_cast<size_t>(nt * packed));
   std::vector<PackedRows<C>> packs(static_cast<size_t>(nt));

@@ -1613,10 +1613,12 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
                                    kSlotOutBackpropRows);
   T* dw = args.filter_grad->template data<T>();
   // Each thread's copy of its current image in channel blocks (SweepBlocksImages), x then dy,
-  // and the sums of one item over the copy's block, added into the thread's partial sums.
+  // and the sums of one item over the copy's block, added into the thread's partial sums; the
+  // copies ThreadStride apart (two threads, mnv1_dw13_7x1024 0.119 -> 0.109 ms, mnv1_dw8_14x512
+  // 0.190 -> 0.162, separate processes alternated).
   const bool blocked = SweepBlocksImages<C>(e);
   const int64_t xhw = e.in_h * e.in_w, dhw = e.out_h * e.out_w;
-  const int64_t copy = WholeLines<C>((xhw + dhw) * ch + 9 * kBlock);
+  const int64_t copy = ThreadStride<C>((xhw + dhw) * ch + 9 * kBlock, nt);
   Reused<C> copies(kSlotBlockedImages);
   PerThread<int64_t> copied(nt, 1, -1);  // the image in each thread's copy
   if (blocked) copies->resize(static_cast<size_t>(nt * copy));
