@@ -39,6 +39,9 @@ std::vector<Problem> GemmProblems() {
   const Gemm gemms[] = {
       // 1x1: 154 pixels (2 A blocks, a partial tile), 37 -> 45 channels (partial panels).
       {"NHWC", "VALID", 2, 7, 11, 37, 45, 1, 1, 1, 1, 1, 1},
+      // 1x1 to 1100 channels: split by columns, each thread's columns more than one 512-float
+      // B block at 2 threads (its own block of C copied out a block of columns at a time).
+      {"NHWC", "VALID", 2, 7, 11, 37, 1100, 1, 1, 1, 1, 1, 1},
       // 1x1, SAME (no padding at 1x1 stride 1), NCHW: K 260 (> 256) forward and 530 back,
       // N 530 (> 512) forward and filter gradient, 260 back.
       {"NCHW", "SAME", 2, 7, 11, 260, 530, 1, 1, 1, 1, 1, 1},
