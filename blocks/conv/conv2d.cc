@@ -1324,11 +1324,11 @@ struct ColumnsOut {
 // by both). Split by columns, each thread sums its columns in a block of C of its own, rows a
 // line longer than GemmColumnBlock, and copies each finished block into C once: summed in place
 // over k's blocks, the threads' halves of every row of C shared pages, and on the AVX-512 EPYC
-// 5 processes of 12 ran two threads of fc6's forward in 26.0-27.6 ms instead of 22.4-22.7 (with
-// the blocks: 22.5-23.6 ms in all 12), and the 1x1 filter gradient's slow processes took
-// 4.8-5.0 ms instead of 4.3-4.4 (the fast ones 4.0-4.2 either way). Either way every element is
-// summed over k in the same order: the bits do not depend on the split. `stream` as for
-// GemmRows (split by rows only).
+// 5 processes of 12 ran two threads of fc6's forward in 27.1-27.6 ms instead of 22.6-22.7 (with
+// the blocks: 22.5-23.6 ms in all 12), and 5 of 12 the 1x1 filter gradient in 4.8-5.0 ms
+// instead of 4.0-4.2 (with the blocks, 6 of 12 in 4.3-4.4). Either way every element is summed
+// over k in the same order: the bits do not depend on the split. `stream` as for GemmRows
+// (split by rows only).
 template <typename C>
 void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_t n, int64_t k,
                C* c, const GemmTile& tile, int nt, const KernelContext& ctx, bool stream) {
