@@ -1353,9 +1353,8 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
   // forward's input rows (ExpandedRows::PadsOwnRows). One pinned core of the AVX-512 EPYC,
   // paired call by call: mnv1_dw13_7x1024 0.154 -> 0.132 ms, mnv1_dw8_14x512 0.300 -> 0.233
   // (two threads 0.82 and 0.82); in double mnv1_dw13 0.81, mnv1_dw8 0.75, mnv1_dw6_28x256 1.00.
-  const bool pad = ExpandedRows<S, C>::PadsOwnRows(f, format, /*pad=*/true);
-  if (!std::is_same_v<S, C> || format == DataFormat::kNCHW || pad)
-    converted.emplace(f, dy, format, nt, /*whole_images=*/false, pad);
+  if (ExpandedRows<S, C>::Copies(f, format, /*pad=*/true))
+    converted.emplace(f, dy, format, nt, /*whole_images=*/false, /*pad=*/true);
   const ConvGeometry& fr = converted ? converted->geometry() : f;  // fr.in_depth: dy's stride
   const bool ahead = PrefetchesRowsAhead<C>(g.batch * g.out_h * g.out_w * ch + rows * row_size,
                                             ForwardSweeps<C>(fr));

@@ -116,11 +116,12 @@ class ExpandedRows {
   static int64_t RowSize(const ConvGeometry& g, DataFormat format, bool pad = false) {
     return g.in_w * Stride(g, format, pad);
   }
-  // x: the input, in `format`; ring: `slots` * RowSize(g, format) elements (Slots, or in_h to hold
-  // whole images); keys: `slots` entries set to -1.
-  ExpandedRows(const ConvGeometry& g, const S* x, DataFormat format, C* ring, int64_t* keys,
-               int64_t slots, bool pad = false)
-      : g_(g), x_(x), format_(format), ring_(ring), keys_(keys), slots_(slots), pad_(pad) {}
+  // x: the input, in `format`; stride: the rows' pixel stride (Stride); ring: `slots` rows of
+  // in_w * stride elements (Slots, or in_h to hold whole images); keys: `slots` entries set to
+  // -1.
+  ExpandedRows(const ConvGeometry& g, const S* x, DataFormat format, int64_t stride, C* ring,
+               int64_t* keys, int64_t slots)
+      : g_(g), x_(x), format_(format), stride_(stride), ring_(ring), keys_(keys), slots_(slots) {}
 
   const C* Row(int64_t n, int64_t ih) {
     const int64_t key = n * g_.in_h + ih, ch = g_.in_depth, mult = g_.multiplier;
@@ -128,17 +129,17 @@ class ExpandedRows {
     if constexpr (std::is_same_v<S, C>) {
       if (slots_ == 0) return src;
     }
-    const int64_t slot = key % slots_, stride = Stride(g_, format_, pad_);
-    C* const row = ring_ + slot * RowSize(g_, format_, pad_);
+    const int64_t slot = key % slots_;
+    C* const row = ring_ + slot * g_.in_w * stride_;
     if (keys_[slot] == key) return row;
     keys_[slot] = key;
     if (format_ == DataFormat::kNCHW || mult == 1) {
-      GatherRows(x_, format_, g_.in_h, g_.in_w, ch, n, ih, 1, row, stride);
+      GatherRows(x_, format_, g_.in_h, g_.in_w, ch, n, ih, 1, row, stride_);
       return row;
     }
     // Spread over the multiplier (NHWC only: ConvertsRows leaves NCHW with M > 1 whole).
     C* dst = row;
-    for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride) {
+    for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride_) {
       if constexpr (std::is_same_v<S, C>) {
         SpreadChannels(src, dst, ch, mult);
       } else {  // widened a chunk at a time on the stack, then spread
@@ -158,10 +159,10 @@ class ExpandedRows {
   const ConvGeometry& g_;
   const S* x_;
   DataFormat format_;
+  int64_t stride_;
   C* ring_;
   int64_t* keys_;
   int64_t slots_;
-  bool pad_;
 };
 
 // Per-thread ExpandedRows over the input, and the input rows that the filter rows of one output
@@ -180,10 +181,8 @@ class ExpandedInputRows {
         e_(g.depthwise ? Expanded(g) : g),
         x_(x),
         format_(format),
-        pad_(pad),
-        slots_(whole_images && ExpandedRows<S, C>::Copies(g, format, pad)
-                   ? g.in_h
-                   : ExpandedRows<S, C>::Slots(g, format, pad)),
+        copies_(ExpandedRows<S, C>::Copies(g, format, pad)),
+        slots_(whole_images && copies_ ? g.in_h : ExpandedRows<S, C>::Slots(g, format, pad)),
         row_size_(ExpandedRows<S, C>::RowSize(g, format, pad)),
         ring_stride_(ThreadStride<C>(slots_ * row_size_, nt)),
         ring_(kSlotInputRows),
@@ -218,7 +217,7 @@ class ExpandedInputRows {
   const C* OwnRow(int64_t r, int64_t kh) const {
     if constexpr (std::is_same_v<S, C>) {
       const int64_t n = r / g_.out_h, ih = g_.input_row(r % g_.out_h, kh);
-      if (!ExpandedRows<S, C>::Copies(g_, format_, pad_) && ih >= 0 && ih < g_.in_h)
+      if (!copies_ && ih >= 0 && ih < g_.in_h)
         return x_ + (n * g_.in_h + ih) * g_.in_w * g_.in_depth;
     }
     return nullptr;
@@ -228,8 +227,7 @@ class ExpandedInputRows {
   /// ih * in_w * geometry().in_depth.
   const C* Image(int thread, int64_t n) {
     if constexpr (std::is_same_v<S, C>) {
-      if (!ExpandedRows<S, C>::Copies(g_, format_, pad_))
-        return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
+      if (!copies_) return x_ + n * g_.in_h * g_.in_w * g_.in_depth;
     }
     // A thread's items take an image's channel blocks one after another, and the ring holds
     // row ih in slot ih: the keys say whether the image is there without Row's division per
@@ -248,14 +246,14 @@ class ExpandedInputRows {
   // Thread `thread`'s ring of slots_ rows.
   C* Ring(int thread) { return ring_.data() + thread * ring_stride_; }
   ExpandedRows<S, C> Source(int thread) {
-    return ExpandedRows<S, C>(g_, x_, format_, Ring(thread), keys_[thread], slots_, pad_);
+    return ExpandedRows<S, C>(g_, x_, format_, e_.in_depth, Ring(thread), keys_[thread], slots_);
   }
 
   const ConvGeometry& g_;
   ConvGeometry e_;
   const S* x_;
   DataFormat format_;
-  bool pad_;
+  bool copies_;  // whether rows are copied into the ring (ExpandedRows::Copies)
   int64_t slots_, row_size_, ring_stride_;
   Reused<C> ring_;
   PerThread<int64_t> keys_;
