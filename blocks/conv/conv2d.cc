@@ -1255,7 +1255,8 @@ BF_CONV_INPUT_BLOCK_FNS(double)
 // (FitsSharedCache), it is not streamed: on Cascade Lake with a 35.8 MB L3, one pinned core,
 // best of 15 runs alternated between two builds, plain stores took Conv2D on the stem from 4.00
 // to 3.60 ms and resnet_56x64 and 28x128 2% off, the input gradients 1-5%; the 1x1 to 1024
-// channels measured 0.89, 1.00 and 1.08 of its streamed time in three such runs.
+// channels measured 0.89, 1.00 and 1.08 of its streamed time in three such runs. Not on AMD's
+// cores, where such results are streamed too (SharedCacheKeepsResults).
 constexpr int64_t kStreamShareBytes = int64_t{512} << 10;
 template <typename C>
 bool StreamsResult(bool streamable, int64_t pixels, int64_t channels, int64_t groups, int threads) {

@@ -1043,7 +1043,8 @@ BF_DW_SWEEP_FNS(double)
 // mnv1_dw6_28x256 (a 6.4 MB output) from 1.34 to 0.95 ms, mnv1_dw1_112x32 (12.8 MB) 2.89 ->
 // 2.41, mnv2_dw_56x144 (14.4 MB) 4.17 -> 3.86, dw_5x5_28x240 2.44 -> 2.03, and the input
 // gradients of mnv1_dw6 1.40 -> 0.93 and dw_5x5 2.32 -> 2.07: the output stays in L3 for the
-// next call, which then stores into lines it holds.
+// next call, which then stores into lines it holds. Not on AMD's cores, where such outputs are
+// streamed too (SharedCacheKeepsResults).
 template <typename C>
 bool StreamsOutput(int64_t elements) {
   const int64_t bytes = elements * static_cast<int64_t>(sizeof(C));

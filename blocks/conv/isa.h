@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 // Hot loops are compiled three times (baseline x86-64, AVX2+FMA, AVX-512) and picked at run time
@@ -34,20 +35,29 @@ void SetIsaForTesting(Isa isa);
 /// "base", "avx2", "avx512".
 const char* IsaName(Isa isa);
 /// Bytes of a core's L1 data cache (level 1), its L2 cache (level 2) or the last-level cache its
-/// socket shares (level 3), as the C library reads them from the CPU (once); `fallback` when it
-/// cannot.
+/// socket shares (level 3): as Linux describes CPU 0's caches (CacheBytesIn), else as the C
+/// library reads them from the CPU, read once; `fallback` when neither knows. (On the AVX-512
+/// EPYC guest the C library gave the L3 as 320 MB, Linux and lscpu as the 32 MB it has.)
 int64_t CacheBytes(int level, int64_t fallback);
-/// Whether a result of `bytes` fits in half the shared L3, where a plain store keeps it for the
-/// op that reads it next (and for the next call of the same op). Kernels store results past the
-/// caches only when it does not; false when the L3's size is unknown.
+/// The size of the data or unified cache of `level` in a directory laid out as Linux's
+/// /sys/devices/system/cpu/cpuN/cache: subdirectories index0, index1, ... each with the files
+/// `level`, `type` and `size` ("32K", "32768K", "2M"). 0 when there is none.
+int64_t CacheBytesIn(const std::string& dir, int level);
+/// Whether plain stores keep a result in the shared L3 for the op that reads it next (and for
+/// the next call of the same op): as measured on Intel's cores, and not on AMD's (see
+/// FitsSharedCache).
+bool SharedCacheKeepsResults();
+/// Whether a result of `bytes` fits in half the shared L3 and SharedCacheKeepsResults, so that
+/// a plain store keeps it there. Kernels store large results past the caches only when it does
+/// not; false when the L3's size is unknown.
 bool FitsSharedCache(int64_t bytes);
 /// Whether operands of `bytes` take more than 1/`share` of the shared L3, so that a call finds
 /// them in memory rather than in the caches more often than not: kernels then prefetch the rows
 /// they read and write next. False when the L3's size is unknown.
 bool OutgrowsSharedCache(int64_t bytes, int64_t share);
-/// Makes FitsSharedCache and OutgrowsSharedCache take the L3 as `bytes` (0: results never fit
-/// and operands never outgrow it, so that tests reach the streamed stores on any host; 1: every
-/// operand outgrows it); a negative value restores the CPU's.
+/// Makes FitsSharedCache and OutgrowsSharedCache take the L3 as `bytes`, one that keeps results
+/// (0: results never fit and operands never outgrow it, so that tests reach the streamed stores
+/// on any host; 1: every operand outgrows it); a negative value restores the CPU's.
 void SetSharedCacheForTesting(int64_t bytes);
 
 /// dst[j * dst_stride + i] = src[i * src_stride + j] for i, j < 8, in AVX registers. Only for

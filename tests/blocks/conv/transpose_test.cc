@@ -3,8 +3,11 @@
 // AVX-512, single elements for the rest), over sizes that leave every kind of edge: rows and
 // columns that are multiples of 8 and that are not, within one 16 x 64 block and across blocks.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -52,10 +55,12 @@ TEST(TransposeConvert, EqualsTheElementLoopAtEveryIsa) {
   SetIsaForTesting(Isa::kAvx512);
 }
 
-// A result fits the shared cache up to half the L3: the one the CPU reports, or the one a test
-// sets (0: nothing fits, so that tests reach the streamed stores on any host).
+// A result fits the shared cache up to half the L3: the one the CPU reports, where the CPU's L3
+// keeps results, or the one a test sets (0: nothing fits, so that tests reach the streamed
+// stores on any host).
 TEST(SharedCache, FitsHalfTheL3) {
   SetSharedCacheForTesting(int64_t{8} << 20);
+  EXPECT_TRUE(SharedCacheKeepsResults());
   EXPECT_TRUE(FitsSharedCache(int64_t{4} << 20));
   EXPECT_FALSE(FitsSharedCache((int64_t{4} << 20) + 1));
   SetSharedCacheForTesting(0);
@@ -63,8 +68,43 @@ TEST(SharedCache, FitsHalfTheL3) {
   EXPECT_FALSE(FitsSharedCache(1));
   SetSharedCacheForTesting(-1);
   const int64_t l3 = CacheBytes(3, 0);
+  const bool keeps = SharedCacheKeepsResults();
   EXPECT_EQ(FitsSharedCache(l3 / 2 + 1), false) << "L3 " << l3;
-  EXPECT_EQ(FitsSharedCache(int64_t{1} << 20), l3 >= int64_t{2} << 20) << "L3 " << l3;
+  EXPECT_EQ(FitsSharedCache(int64_t{1} << 20), keeps && l3 >= int64_t{2} << 20) << "L3 " << l3;
+}
+
+// Cache sizes as Linux lays them out: data and unified caches by level, sizes in K, M or bytes;
+// instruction caches, missing levels and unreadable sizes skipped.
+TEST(CacheSizes, ReadFromLinuxLayout) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("bf_cache_sizes_" + std::to_string(getpid()));
+  const auto write_index = [&](int i, const std::string& level, const std::string& type,
+                               const std::string& size) {
+    const std::filesystem::path index = dir / ("index" + std::to_string(i));
+    std::filesystem::create_directories(index);
+    std::ofstream(index / "level") << level << "\n";
+    std::ofstream(index / "type") << type << "\n";
+    if (!size.empty()) std::ofstream(index / "size") << size << "\n";
+  };
+  write_index(0, "1", "Data", "32K");
+  write_index(1, "1", "Instruction", "64K");
+  write_index(2, "2", "Unified", "1024K");
+  write_index(3, "3", "Unified", "32M");
+  EXPECT_EQ(CacheBytesIn(dir.string(), 1), int64_t{32} << 10);
+  EXPECT_EQ(CacheBytesIn(dir.string(), 2), int64_t{1} << 20);
+  EXPECT_EQ(CacheBytesIn(dir.string(), 3), int64_t{32} << 20);
+  EXPECT_EQ(CacheBytesIn(dir.string(), 4), 0);
+  EXPECT_EQ(CacheBytesIn((dir / "missing").string(), 1), 0);
+  std::filesystem::remove_all(dir);
+  write_index(0, "3", "Unified", "");  // no size: not known
+  write_index(1, "3", "Unified", "12582912");
+  EXPECT_EQ(CacheBytesIn(dir.string(), 3), 12582912);
+  std::filesystem::remove_all(dir);
+  // The host's own: where Linux describes it, CacheBytes takes Linux's size.
+  const int64_t linux_l3 = CacheBytesIn("/sys/devices/system/cpu/cpu0/cache", 3);
+  if (linux_l3 > 0) {
+    EXPECT_EQ(CacheBytes(3, 0), linux_l3);
+  }
 }
 
 TEST(SharedCache, OperandsOutgrowAShareOfTheL3) {
