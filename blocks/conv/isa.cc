@@ -135,8 +135,12 @@ int64_t SharedCacheBytes() {
 // resnet_56x64 16.48 -> 16.19 ms, the stem 4.38 -> 4.17, the 1x1 to 1024 channels 7.60 ->
 // 7.41, resnet_28x128 15.92 -> 15.73 (medians, 3 + 3 processes); the depthwise forward of
 // mnv1_dw4_56x128 (12.8 MB) 1.6-1.8 -> 0.78-0.83 ms, mnv1_dw1_112x32 1.1-1.4 -> 0.73-0.82,
-// mnv2_dw_112x96_s2 4.4 -> 3.9-4.0 (forward and NCHW together). Likely the single core's link
-// between L2 and L3, which a plain store crosses twice (the line read, then evicted dirty).
+// mnv2_dw_112x96_s2 4.4 -> 3.9-4.0 (medians of the forward's NHWC and NCHW calls together). In
+// bf_vs_onednn, two full runs each way, the geomeans against oneDNN blocked on one thread / two:
+// depthwise forward 1.05-1.07 -> 0.90-0.91 / 0.97-0.99 -> 0.91-0.92, input gradient 0.86-0.89
+// -> 0.69-0.71 / 0.77-0.83 -> 0.69, Conv2D 1.05 -> 1.03 / 1.05-1.06 -> 1.03-1.04. Likely the
+// single core's link between L2 and L3, which a plain store crosses twice (the line read, then
+// evicted dirty).
 bool SharedCacheKeepsResults() {
   if (SharedCacheOverride().load(std::memory_order_relaxed) >= 0) return true;
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -44,8 +44,8 @@ int64_t CacheBytes(int level, int64_t fallback);
 /// `level`, `type` and `size` ("32K", "32768K", "2M"). 0 when there is none.
 int64_t CacheBytesIn(const std::string& dir, int level);
 /// Whether plain stores keep a result in the shared L3 for the op that reads it next (and for
-/// the next call of the same op): as measured on Intel's cores, and not on AMD's (see
-/// FitsSharedCache).
+/// the next call of the same op): as measured on Intel's cores, and not on AMD's (the figures
+/// are in isa.cc).
 bool SharedCacheKeepsResults();
 /// Whether a result of `bytes` fits in half the shared L3 and SharedCacheKeepsResults, so that
 /// a plain store keeps it there. Kernels store large results past the caches only when it does
