@@ -183,8 +183,7 @@ class ExpandedInputRows {
         format_(format),
         copies_(ExpandedRows<S, C>::Copies(g, format, pad)),
         slots_(whole_images && copies_ ? g.in_h : ExpandedRows<S, C>::Slots(g, format, pad)),
-        row_size_(ExpandedRows<S, C>::RowSize(g, format, pad)),
-        ring_stride_(ThreadStride<C>(slots_ * row_size_, nt)),
+        ring_stride_(ThreadStride<C>(slots_ * ExpandedRows<S, C>::RowSize(g, format, pad), nt)),
         ring_(kSlotInputRows),
         keys_(nt, slots_, -1),
         rows_(nt, g.filter_h) {
@@ -253,8 +252,8 @@ class ExpandedInputRows {
   ConvGeometry e_;
   const S* x_;
   DataFormat format_;
-  bool copies_;  // whether rows are copied into the ring (ExpandedRows::Copies)
-  int64_t slots_, row_size_, ring_stride_;
+  bool copies_;                  // whether rows are copied into the ring (ExpandedRows::Copies)
+  int64_t slots_, ring_stride_;  // a thread's ring: slots_ rows, then ThreadStride's gap
   Reused<C> ring_;
   PerThread<int64_t> keys_;
   PerThread<const C*> rows_;
