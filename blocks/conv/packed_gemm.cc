@@ -288,6 +288,55 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const
       c[r * ldc + j] = accumulate ? c[r * ldc + j] + tmp[r * NR + j] : tmp[r * NR + j];
 }
 
+// The stored source of B's next block, prefetched into L2 while the last quarter of the
+// current block's tiles run, a share of its lines before each tile, so that PackB finds it
+// there: `total` lines, runs of `run_lines` lines `stride` bytes apart from `base`. fc6's
+// 18.9 MB filter comes from memory, and its packing took 4.5% of the forward (skipped, as a
+// timing experiment), of which only 1.2% when packed a second time from the caches. Measured
+// (one pinned core, paired call by call): the whole block's time as the window 1.000-1.005 of
+// fc6's forward, half or a quarter 0.986, an eighth 0.989. Issued inside the tiles, a few
+// lines per step, the prefetches did better in the same binary (0.975), but the tiles' loop
+// cut into steps ran the 1x1 layers' input gradient 2-5% slower and fc6's filter gradient
+// 3-5% slower against the build before (bf_vs_onednn, three runs alternated).
+struct NextBlockPrefetch {
+  const char* base = nullptr;
+  int64_t stride = 0, run_lines = 1, total = 0, per_tile = 0, issued = 0, start = 0, tile = 0;
+  void Tile() {
+    if (tile++ < start) return;
+    for (int64_t q = 0; q < per_tile && issued < total; ++q, ++issued) {
+      const int64_t run = issued / run_lines;
+      __builtin_prefetch(base + run * stride + (issued - run * run_lines) * 64, 0, 2);
+    }
+  }
+};
+
+// The NextBlockPrefetch for the block of B after (jc, pc) (the next kKc rows of the same Nc
+// columns, else the first of the next Nc), over the tiles of mr x nr of `rows` rows of A and
+// nc columns; none (total 0) after the last block.
+template <typename C>
+NextBlockPrefetch PrefetchAfter(const MatrixView<C>& b, int64_t jc, int64_t pc, int64_t n,
+                                int64_t k, int64_t Nc, int64_t rows, int64_t nc, int64_t mr,
+                                int64_t nr) {
+  NextBlockPrefetch p;
+  int64_t pk = pc + kKc, pj = jc;
+  if (pk >= k) pk = 0, pj = jc + Nc;
+  if (pj >= n) return p;
+  const int64_t next_kc = std::min(kKc, k - pk), next_nc = std::min(Nc, n - pj);
+  const int64_t bytes = StoredBytes(b);
+  // Stored runs: the block's rows along its columns, or its columns along k (transposed).
+  const int64_t runs = b.transposed ? next_nc : next_kc;
+  const int64_t run_bytes = (b.transposed ? next_kc : next_nc) * bytes;
+  p.base = StoredAt(b, b.transposed ? pj * b.ld + pk : pk * b.ld + pj);
+  p.stride = b.ld * bytes;
+  p.run_lines = (run_bytes + 63) / 64;
+  p.total = runs * p.run_lines;
+  const int64_t tiles = (rows + mr - 1) / mr * ((nc + nr - 1) / nr);
+  const int64_t window = std::max<int64_t>(1, tiles / 4);
+  p.start = tiles - window;
+  p.per_tile = (p.total + window - 1) / window;
+  return p;
+}
+
 template <typename C, typename V, int MR, int NV>
 BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,
                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,
@@ -312,6 +361,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
       if (ctx.cancelled()) return;
       const int64_t kc = std::min(kKc, k - pc);
       PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp, wide);
+      NextBlockPrefetch next = PrefetchAfter(b, jc, pc, n, k, Nc, m1 - m0, nc, MR, NR);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
         // Polled per block of A as well: one pass of a block of B over the rows can take a
         // large share of the run (a 1x1 layer's 8192 rows, milliseconds).
@@ -332,6 +382,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
           C* crow = cblock + (ic - m0 + ir) * ldc;
           for (int64_t jr = 0; jr < nc; jr += NR) {
             const int64_t cols = std::min(NR, nc - jr);
+            next.Tile();
             if (in_place) {
               MicroTile<C, V, MR, NV, false>(kc, nullptr, rowp, bp + jr * kc, crow + jr, ldc, rows,
                                              cols, pc > 0, stream);
