@@ -290,7 +290,8 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const
 
 // The stored source of B's next block, prefetched into L2 while the last quarter of the
 // current block's tiles run, a share of its lines before each tile, so that PackB finds it
-// there: `total` lines, runs of `run_lines` lines `stride` bytes apart from `base`. fc6's
+// there: `total` lines, runs of `run_lines` lines `stride` bytes apart from `base` (a run that
+// starts inside a line leaves its last line to PackB's own prefetch). fc6's
 // 18.9 MB filter comes from memory, and its packing took 4.5% of the forward (skipped, as a
 // timing experiment), of which only 1.2% when packed a second time from the caches. Measured
 // (one pinned core, paired call by call): the whole block's time as the window 1.000-1.005 of
