@@ -431,21 +431,34 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
     }
   }
   if (k.cancelled()) return;
-  // The sums into the first partial sum, a chunk at a time, each thread's added in turn (loops
-  // the compiler vectorises: one over the threads per element was scalar, 3% of mnv1_dw13's
-  // filter gradient on one thread), then copied into `out` when it is of the compute type, else
-  // rounded into it a vector at a time (ConvertParallel).
+  // The sums a chunk at a time, each thread's added in turn (loops the compiler vectorises: one
+  // over the threads per element was scalar, 3% of mnv1_dw13's filter gradient on one thread):
+  // straight into `out` when it is of the compute type (the first two partial sums' total
+  // written there, not back into the first and copied), else into the first partial sum and
+  // then rounded into `out` a vector at a time (ConvertParallel). The same additions in the
+  // same order either way.
   constexpr int64_t kChunk = 4096;
   C* sums = partial.data();
   const int64_t chunks = (size + kChunk - 1) / kChunk;
 #pragma omp parallel for num_threads(ThreadsFor(k.num_threads, size* nt, 1 << 16)) schedule(static)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const int64_t i0 = chunk * kChunk, i1 = std::min(size, i0 + kChunk);
-    for (int t = 1; t < nt; ++t) {
-      const C* __restrict theirs = sums + t * stride;
-      for (int64_t i = i0; i < i1; ++i) sums[i] += theirs[i];
+    int t = 1;
+    C* __restrict total = sums;
+    if constexpr (std::is_same_v<T, C>) {
+      total = out;
+      if (nt == 1) {
+        std::copy(sums + i0, sums + i1, out + i0);
+      } else {
+        const C* __restrict second = sums + stride;
+        for (int64_t i = i0; i < i1; ++i) out[i] = sums[i] + second[i];
+        t = 2;
+      }
     }
-    if constexpr (std::is_same_v<T, C>) std::copy(sums + i0, sums + i1, out + i0);
+    for (; t < nt; ++t) {
+      const C* __restrict theirs = sums + t * stride;
+      for (int64_t i = i0; i < i1; ++i) total[i] += theirs[i];
+    }
   }
   if constexpr (!std::is_same_v<T, C>) ConvertParallel(sums, out, size, k.num_threads);
 }
