@@ -312,12 +312,11 @@ struct NextBlockPrefetch {
 };
 
 // The NextBlockPrefetch for the block of B after (jc, pc) (the next kKc rows of the same Nc
-// columns, else the first of the next Nc), over the tiles of mr x nr of `rows` rows of A and
-// nc columns; none (total 0) after the last block.
+// columns, else the first of the next Nc), over the current block's `tiles` register tiles;
+// none (total 0) after the last block.
 template <typename C>
 NextBlockPrefetch PrefetchAfter(const MatrixView<C>& b, int64_t jc, int64_t pc, int64_t n,
-                                int64_t k, int64_t Nc, int64_t rows, int64_t nc, int64_t mr,
-                                int64_t nr) {
+                                int64_t k, int64_t Nc, int64_t tiles) {
   NextBlockPrefetch p;
   int64_t pk = pc + kKc, pj = jc;
   if (pk >= k) pk = 0, pj = jc + Nc;
@@ -331,7 +330,6 @@ NextBlockPrefetch PrefetchAfter(const MatrixView<C>& b, int64_t jc, int64_t pc, 
   p.stride = b.ld * bytes;
   p.run_lines = (run_bytes + 63) / 64;
   p.total = runs * p.run_lines;
-  const int64_t tiles = (rows + mr - 1) / mr * ((nc + nr - 1) / nr);
   const int64_t window = std::max<int64_t>(1, tiles / 4);
   p.start = tiles - window;
   p.per_tile = (p.total + window - 1) / window;
@@ -362,7 +360,8 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
       if (ctx.cancelled()) return;
       const int64_t kc = std::min(kKc, k - pc);
       PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp, wide);
-      NextBlockPrefetch next = PrefetchAfter(b, jc, pc, n, k, Nc, m1 - m0, nc, MR, NR);
+      const int64_t tiles = (m1 - m0 + MR - 1) / MR * ((nc + NR - 1) / NR);
+      NextBlockPrefetch next = PrefetchAfter(b, jc, pc, n, k, Nc, tiles);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
         // Polled per block of A as well: one pass of a block of B over the rows can take a
         // large share of the run (a 1x1 layer's 8192 rows, milliseconds).
