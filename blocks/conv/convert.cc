@@ -1,7 +1,6 @@
 #include "blocks/conv/convert.h"
 
 #include <algorithm>
-#include <type_traits>
 
 #include "blocks/conv/isa.h"
 
@@ -19,10 +18,6 @@
 
 namespace blockflow::conv::internal {
 namespace {
-
-// The largest multiplier SpreadRun's vector variant takes (one index vector per residue of an
-// output vector's start); larger ones go one value at a time.
-constexpr int64_t kMaxFastSpread = 16;
 
 // One value at a time, through the types' own conversions: the elements after the last whole
 // vector, and every element on the baseline ISA.
@@ -183,53 +178,6 @@ BF_TARGET_AVX2_F16C int64_t NarrowBFloat16Avx2(const float* src, BFloat16* dst, 
   return i;
 }
 
-// SpreadRun's AVX-512 variant: a pixel's channels a vector of L at a time, each vector's
-// L * mult outputs `mult` permutes of it, output vector k's lane l taking input (k*L + l) / mult
-// (idx[k]); the last, partial vector through a masked load and masked stores.
-template <typename C, typename I, int64_t L = 64 / sizeof(C)>
-BF_TARGET_AVX512 BF_CONV_INLINE void SpreadVector(const C* s, C* d, int64_t n, int64_t mult,
-                                                  const I (&idx)[kMaxFastSpread][L]) {
-  const auto in_mask = static_cast<uint32_t>((uint64_t{1} << n) - 1);
-  if constexpr (sizeof(C) == 4) {
-    const __m512 v =
-        n == L ? _mm512_loadu_ps(s) : _mm512_maskz_loadu_ps(static_cast<__mmask16>(in_mask), s);
-    for (int64_t k = 0, left = n * mult; left > 0; ++k, left -= L) {
-      const __m512 e = _mm512_permutexvar_ps(_mm512_load_si512(idx[k]), v);
-      if (left >= L) {
-        _mm512_storeu_ps(d + k * L, e);
-      } else {
-        _mm512_mask_storeu_ps(d + k * L, static_cast<__mmask16>((1u << left) - 1), e);
-      }
-    }
-  } else {
-    const __m512d v =
-        n == L ? _mm512_loadu_pd(s) : _mm512_maskz_loadu_pd(static_cast<__mmask8>(in_mask), s);
-    for (int64_t k = 0, left = n * mult; left > 0; ++k, left -= L) {
-      const __m512d e = _mm512_permutexvar_pd(_mm512_load_si512(idx[k]), v);
-      if (left >= L) {
-        _mm512_storeu_pd(d + k * L, e);
-      } else {
-        _mm512_mask_storeu_pd(d + k * L, static_cast<__mmask8>((1u << left) - 1), e);
-      }
-    }
-  }
-}
-
-template <typename C>
-BF_TARGET_AVX512 void SpreadAvx512(const C* src, C* dst, int64_t pixels, int64_t ch, int64_t mult,
-                                   int64_t dst_stride) {
-  constexpr int64_t L = 64 / sizeof(C);
-  using I = std::conditional_t<sizeof(C) == 4, int32_t, int64_t>;
-  alignas(64) I idx[kMaxFastSpread][L];
-  for (int64_t k = 0; k < mult; ++k)
-    for (int64_t l = 0; l < L; ++l) idx[k][l] = static_cast<I>((k * L + l) / mult);
-  for (int64_t p = 0; p < pixels; ++p, src += ch, dst += dst_stride) {
-    int64_t c = 0;
-    for (; c + L <= ch; c += L) SpreadVector(src + c, dst + c * mult, L, mult, idx);
-    if (c < ch) SpreadVector(src + c, dst + c * mult, ch - c, mult, idx);
-  }
-}
-
 #endif  // BF_CONVERT_X86
 
 // The run through `avx512` or `avx2` (each returning how many elements it converted) where
@@ -263,36 +211,7 @@ void Run(const S* src, D* dst, int64_t n, [[maybe_unused]] Fn avx512, [[maybe_un
   ScalarRun(src, dst, n);
 }
 
-template <typename C>
-void Spread(const C* src, C* dst, int64_t pixels, int64_t ch, int64_t mult, int64_t dst_stride) {
-#if defined(BF_CONVERT_X86)
-  if (mult > 1 && mult <= kMaxFastSpread && ActiveIsa() == Isa::kAvx512) {
-    SpreadAvx512(src, dst, pixels, ch, mult, dst_stride);
-    return;
-  }
-#endif
-  for (int64_t p = 0; p < pixels; ++p, src += ch, dst += dst_stride) {
-    if (mult == 1) {
-      std::copy_n(src, ch, dst);
-    } else if (mult == 2) {
-      for (int64_t i = 0; i < ch; ++i) dst[2 * i] = dst[2 * i + 1] = src[i];
-    } else {
-      for (int64_t i = 0; i < ch; ++i)
-        for (int64_t k = 0; k < mult; ++k) dst[i * mult + k] = src[i];
-    }
-  }
-}
-
 }  // namespace
-
-void SpreadRun(const float* src, float* dst, int64_t pixels, int64_t ch, int64_t mult,
-               int64_t dst_stride) {
-  Spread(src, dst, pixels, ch, mult, dst_stride);
-}
-void SpreadRun(const double* src, double* dst, int64_t pixels, int64_t ch, int64_t mult,
-               int64_t dst_stride) {
-  Spread(src, dst, pixels, ch, mult, dst_stride);
-}
 
 #if defined(BF_CONVERT_X86)
 void WidenRun(const Half* src, float* dst, int64_t n) {

@@ -7,7 +7,6 @@
 //
 //   WidenRun(halves, floats, n);    // floats[i] = float(halves[i]), exact
 //   NarrowRun(floats, halves, n);   // halves[i] = Half(floats[i]), to nearest even
-//   SpreadRun(x, xe, pixels, c, m, stride);  // xe[p*stride + i*m + k] = x[p*c + i], i < c, k < m
 #pragma once
 
 #include <cstdint>
@@ -20,9 +19,5 @@ void WidenRun(const Half* src, float* dst, int64_t n);
 void WidenRun(const BFloat16* src, float* dst, int64_t n);
 void NarrowRun(const float* src, Half* dst, int64_t n);
 void NarrowRun(const float* src, BFloat16* dst, int64_t n);
-void SpreadRun(const float* src, float* dst, int64_t pixels, int64_t ch, int64_t mult,
-               int64_t dst_stride);
-void SpreadRun(const double* src, double* dst, int64_t pixels, int64_t ch, int64_t mult,
-               int64_t dst_stride);
 
 }  // namespace blockflow::conv::internal

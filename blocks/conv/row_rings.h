@@ -16,7 +16,6 @@
 #include <type_traits>
 
 #include "blocks/conv/conv_geometry.h"
-#include "blocks/conv/convert.h"
 #include "blocks/conv/layout.h"
 #include "blocks/conv/optimized_util.h"
 
@@ -43,6 +42,19 @@ inline ConvGeometry Expanded(const ConvGeometry& g) {
   e.groups = g.out_depth;
   e.multiplier = 1;
   return e;
+}
+
+/// xe[c*M + m] = x[c] for c < n, m < M: one pixel's channels spread over the multiplier.
+template <typename C>
+void SpreadChannels(const C* __restrict x, C* __restrict xe, int64_t n, int64_t mult) {
+  if (mult == 1) {
+    std::copy_n(x, n, xe);
+  } else if (mult == 2) {
+    for (int64_t c = 0; c < n; ++c) xe[2 * c] = xe[2 * c + 1] = x[c];
+  } else {
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t m = 0; m < mult; ++m) xe[c * mult + m] = x[c];
+  }
 }
 
 // Whether pixels `stride` elements of C apart are a multiple of `bytes` apart, 2 KiB unless
@@ -126,25 +138,17 @@ class ExpandedRows {
       return row;
     }
     // Spread over the multiplier (NHWC only: ConvertsRows leaves NCHW with M > 1 whole).
-    if constexpr (std::is_same_v<S, C>) {
-      SpreadRun(src, row, g_.in_w, ch, mult, stride_);
-    } else {  // widened on the stack a few pixels (or a piece of one) at a time, then spread
-      constexpr int64_t kChunk = 256;
-      alignas(64) C wide[kChunk];
-      if (ch <= kChunk) {
-        const int64_t step = kChunk / ch;
-        for (int64_t iw = 0; iw < g_.in_w; iw += step) {
-          const int64_t q = std::min(step, g_.in_w - iw);
-          WidenRun(src + iw * ch, wide, q * ch);
-          SpreadRun(wide, row + iw * stride_, q, ch, mult, stride_);
-        }
-      } else {
-        for (int64_t iw = 0; iw < g_.in_w; ++iw) {
-          for (int64_t c0 = 0; c0 < ch; c0 += kChunk) {
-            const int64_t n_c = std::min(kChunk, ch - c0);
-            WidenRun(src + iw * ch + c0, wide, n_c);
-            SpreadRun(wide, row + iw * stride_ + c0 * mult, 1, n_c, mult, 0);
-          }
+    C* dst = row;
+    for (int64_t iw = 0; iw < g_.in_w; ++iw, src += ch, dst += stride_) {
+      if constexpr (std::is_same_v<S, C>) {
+        SpreadChannels(src, dst, ch, mult);
+      } else {  // widened a chunk at a time on the stack, then spread
+        constexpr int64_t kChunk = 256;
+        alignas(64) C wide[kChunk];
+        for (int64_t c0 = 0; c0 < ch; c0 += kChunk) {
+          const int64_t n_c = std::min(kChunk, ch - c0);
+          WidenRun(src + c0, wide, n_c);
+          SpreadChannels(wide, dst + c0 * mult, n_c, mult);
         }
       }
     }

@@ -1,8 +1,7 @@
 // The convolution kernels' vector conversions between 16-bit floats and float (convert.h): bit
 // for bit what Half and BFloat16 give one value at a time, at every ISA, for every 16-bit
 // pattern widened and for floats around every rounding boundary (and every kind of NaN)
-// rounded, in runs that start and end anywhere within a vector; and the spread over a depthwise
-// multiplier (SpreadRun), element for element.
+// rounded, in runs that start and end anywhere within a vector.
 #include "blocks/conv/convert.h"
 
 #include <gtest/gtest.h>
@@ -115,45 +114,6 @@ void CheckNarrow() {
 
 TEST(ConvertRuns, NarrowToHalfRoundsAsTheScalarConversion) { CheckNarrow<Half>(); }
 TEST(ConvertRuns, NarrowToBFloat16RoundsAsTheScalarConversion) { CheckNarrow<BFloat16>(); }
-
-// SpreadRun against its definition, xe[p*stride + i*m + k] = x[p*c + i], at every ISA: channel
-// counts around whole vectors (and inputs ending right at the buffer's end, where a vector
-// variant must not read past it), multipliers 2 to 17 (17: past the vector variant's table),
-// pixels packed and with a gap between them that must stay untouched.
-template <typename C>
-void CheckSpread() {
-  for (Isa isa : {Isa::kBase, Isa::kAvx2, Isa::kAvx512}) {
-    SetIsaForTesting(isa);
-    for (int64_t ch : {1, 3, 7, 8, 9, 15, 16, 17, 31, 64, 100}) {
-      for (int64_t mult : {2, 3, 4, 5, 8, 16, 17}) {
-        for (int64_t gap : {0, 5}) {
-          const int64_t pixels = 3, stride = ch * mult + gap;
-          std::vector<C> src(static_cast<size_t>(pixels * ch));
-          for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<C>(i) + static_cast<C>(0.5);
-          std::vector<C> dst(static_cast<size_t>(pixels * stride), static_cast<C>(-7));
-          SpreadRun(src.data(), dst.data(), pixels, ch, mult, stride);
-          int wrong = 0;
-          for (int64_t p = 0; p < pixels; ++p) {
-            for (int64_t j = 0; j < stride; ++j) {
-              const C want =
-                  j < ch * mult ? src[static_cast<size_t>(p * ch + j / mult)] : static_cast<C>(-7);
-              if (dst[static_cast<size_t>(p * stride + j)] != want && ++wrong <= 3) {
-                ADD_FAILURE() << IsaName(ActiveIsa()) << " ch " << ch << " mult " << mult << " gap "
-                              << gap << " pixel " << p << " element " << j << ": got "
-                              << dst[static_cast<size_t>(p * stride + j)] << ", want " << want;
-              }
-            }
-          }
-          EXPECT_EQ(wrong, 0) << IsaName(ActiveIsa()) << " ch " << ch << " mult " << mult;
-        }
-      }
-    }
-  }
-  SetIsaForTesting(Isa::kAvx512);
-}
-
-TEST(ConvertRuns, SpreadFloatOverTheMultiplier) { CheckSpread<float>(); }
-TEST(ConvertRuns, SpreadDoubleOverTheMultiplier) { CheckSpread<double>(); }
 
 }  // namespace
 }  // namespace blockflow::conv::internal
