@@ -990,48 +990,50 @@ BF_CONV_INLINE void DwSweepBlock(const ConvGeometry& g, const C* x, const C* dy,
       }
 }
 
-// The channels [c0, c0 + width) of the same sweep, width < L (the channels no vector covers).
+// The channels [c0, c0 + width) of the same sweep (x's from xc0), width < L (the channels no
+// vector covers).
 template <typename C>
 void DwSweepTail(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0, int64_t oh1,
-                 int64_t c0, int64_t width, C* __restrict dw) {
+                 int64_t c0, int64_t xc0, int64_t width, C* __restrict dw) {
   for (int64_t oh = oh0; oh < oh1; ++oh) {
     const C* xr[3];
     for (int64_t kh = 0; kh < 3; ++kh) {
       const int64_t ih = g.input_row(oh, kh);
-      xr[kh] = ih >= 0 && ih < g.in_h ? x + ih * g.in_w * g.in_depth : nullptr;
+      xr[kh] = ih >= 0 && ih < g.in_h ? x + ih * g.in_w * g.in_depth + xc0 : nullptr;
     }
-    DwBackpropFilterChannels(g, xr, dy + oh * g.out_w * g.out_depth, dw, c0, c0 + width);
+    DwBackpropFilterChannels(g, xr, dy + oh * g.out_w * g.out_depth + c0, dw + c0, 0, width);
   }
 }
 
-// One sweep item: the channel block [c0, c0 + width), width NV*L, L or less than L.
+// One sweep item: the channel block [c0, c0 + width) of dy and dw, whose x channels start at
+// xc0 (x's pixels g.in_depth apart, dy's g.out_depth), width NV*L, L or less than L.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void DwSweepT(const ConvGeometry& g, const C* x, const C* dy, int64_t oh0,
-                             int64_t oh1, int64_t c0, int64_t width, C* dw) {
+                             int64_t oh1, int64_t c0, int64_t xc0, int64_t width, C* dw) {
   if constexpr (kIsSplitVec<V>) {
     // The sweep runs with AVX-512 only (UseSweep): the other ISAs' variants, never called, are
     // the scalar loop, correct and quick to compile (the sweep's unrolled rows, compiled for
     // every ISA, made this file's sanitizer build five times slower).
-    DwSweepTail(g, x, dy, oh0, oh1, c0, width, dw);
+    DwSweepTail(g, x, dy, oh0, oh1, c0, xc0, width, dw);
     return;
   }
   constexpr int64_t L = sizeof(V) / sizeof(C);
-  if (width == NV * L) return DwSweepBlock<C, V, NV>(g, x, dy, oh0, oh1, c0, c0, dw);
+  if (width == NV * L) return DwSweepBlock<C, V, NV>(g, x, dy, oh0, oh1, c0, xc0, dw);
   if constexpr (NV > 1) {
-    if (width == L) return DwSweepBlock<C, V, 1>(g, x, dy, oh0, oh1, c0, c0, dw);
+    if (width == L) return DwSweepBlock<C, V, 1>(g, x, dy, oh0, oh1, c0, xc0, dw);
   }
-  DwSweepTail(g, x, dy, oh0, oh1, c0, width, dw);
+  DwSweepTail(g, x, dy, oh0, oh1, c0, xc0, width, dw);
 }
 
 template <typename C>
 using DwSweepFn = void (*)(const ConvGeometry&, const C*, const C*, int64_t, int64_t, int64_t,
-                           int64_t, C*);
+                           int64_t, int64_t, C*);
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
 #define BF_DW_SWEEP_FNS(C)                                                                   \
   BF_CONV_ISA_FNS(DwSweep, DwSweepT, C, DwSweepFn<C>,                                        \
                   (const ConvGeometry& g, const C* x, const C* dy, int64_t oh0, int64_t oh1, \
-                   int64_t c0, int64_t width, C* dw),                                        \
-                  (g, x, dy, oh0, oh1, c0, width, dw))
+                   int64_t c0, int64_t xc0, int64_t width, C* dw),                           \
+                  (g, x, dy, oh0, oh1, c0, xc0, width, dw))
 BF_DW_SWEEP_FNS(float)
 BF_DW_SWEEP_FNS(double)
 #undef BF_DW_SWEEP_FNS
@@ -1565,7 +1567,8 @@ int64_t SweepBandRows(const ConvGeometry& g, int64_t blocks, int threads, size_t
 // (4 KiB apart) 0.29 -> 0.17 ms (float64 0.57), mnv1_dw8_14x512 (2 KiB) 0.88, float64
 // mnv1_dw8 0.77 and mnv1_dw6_28x256 (2 KiB, 3.2 MB an image) 0.87; two threads mnv1_dw13 0.15
 // -> 0.10 ms. Pixels 1 KiB apart measured slower copied (mnv1_dw6_28x256: 1.46), and the copy is
-// of a whole image (x and dy), up to 4 times L2.
+// of a whole image (x, and dy where its image outgrows L2: DwBackpropFilterSweep), x and dy
+// together up to 4 times L2.
 template <typename C>
 bool SweepBlocksImages(const ConvGeometry& e) {
   const int64_t pixel = e.out_depth * static_cast<int64_t>(sizeof(C));
@@ -1612,16 +1615,28 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
   ActivationChunks<S, C> dy_images(dy, format, g.batch, g.out_h, g.out_w, ch, g.out_h, nt,
                                    kSlotOutBackpropRows);
   T* dw = args.filter_grad->template data<T>();
-  // Each thread's copy of its current image in channel blocks (SweepBlocksImages), x then dy,
-  // and the sums of one item over the copy's block, added into the thread's partial sums; the
-  // copies ThreadStride apart (two threads, mnv1_dw13_7x1024 0.119 -> 0.109 ms, mnv1_dw8_14x512
-  // 0.190 -> 0.162, separate processes alternated).
+  // Each thread's copy of its current image in channel blocks (SweepBlocksImages), x and, where
+  // dy's image outgrows L2, dy, the copies ThreadStride apart (two threads, mnv1_dw13_7x1024
+  // 0.119 -> 0.109 ms, mnv1_dw8_14x512 0.190 -> 0.162, separate processes alternated). A dy
+  // image that fits L2 is read where it is (each block's piece of a pixel once per sweep, its
+  // lines crowding a few L1 sets evicting only each other) and the sums go straight into the
+  // thread's partial sums, instead of into a block-sized buffer then added. Against copying dy
+  // too, one pinned core, separate processes alternated: mnv1_dw8_14x512 0.292 -> 0.228 ms,
+  // mnv1_dw13_7x1024 0.167 -> 0.152, in float64 0.77 and 0.91 of their time; float64
+  // mnv1_dw6_28x256 (a 1.6 MB dy image) 1.11, so that is copied. A dy converted into a thread's
+  // buffer (float16, bfloat16) is copied as before: float16 mnv1_dw8 measured 0.87 read in
+  // place, but mnv1_dw13 1.04.
   const bool blocked = SweepBlocksImages<C>(e);
   const int64_t xhw = e.in_h * e.in_w, dhw = e.out_h * e.out_w;
-  const int64_t copy = ThreadStride<C>((xhw + dhw) * ch + 9 * kBlock, nt);
+  const bool dy_in_place =
+      std::is_same_v<S, C> && format == DataFormat::kNHWC &&
+      dhw * ch * static_cast<int64_t>(sizeof(C)) <= CacheBytes(2, kSweepL2Fallback);
+  const int64_t copy = ThreadStride<C>(dy_in_place ? xhw * ch : (xhw + dhw) * ch + 9 * kBlock, nt);
   Reused<C> copies(kSlotBlockedImages);
   PerThread<int64_t> copied(nt, 1, -1);  // the image in each thread's copy
   if (blocked) copies->resize(static_cast<size_t>(nt * copy));
+  ConvGeometry eb = e;  // x's pixels kBlock apart in the copy, dy's where they are
+  eb.in_depth = kBlock;
   SumRowsPerThread<T, C>(g.batch * bands * nb, 9 * ch, nt, ctx, dw, [&](int64_t item, C* mine) {
     const int64_t n = item / (bands * nb), band = item / nb % bands;
     const int64_t b = item % nb,
@@ -1630,7 +1645,7 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
     const int64_t oh0 = band * band_rows, oh1 = std::min(g.out_h, oh0 + band_rows);
     const int thread = omp_get_thread_num();
     if (!blocked) {
-      sweep(e, xrows.Image(thread, n), dy_images.Get(thread, n), oh0, oh1, b0, width, mine);
+      sweep(e, xrows.Image(thread, n), dy_images.Get(thread, n), oh0, oh1, b0, b0, width, mine);
       return;
     }
     C* xb = copies.data() + thread * copy;
@@ -1639,11 +1654,15 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
     if (*copied[thread] != n) {
       *copied[thread] = n;
       BlockImage<C, kBlock>(xrows.Image(thread, n), xhw, ch, xb);
-      BlockImage<C, kBlock>(dy_images.Get(thread, n), dhw, ch, dyb);
+      if (!dy_in_place) BlockImage<C, kBlock>(dy_images.Get(thread, n), dhw, ch, dyb);
     }
     // Every block is whole (kBlock channels of 128 bytes; the pixels a multiple of 2 KiB).
+    if (dy_in_place) {
+      sweep(eb, xb + b0 * xhw, dy_images.Get(thread, n), oh0, oh1, b0, 0, kBlock, mine);
+      return;
+    }
     std::fill_n(sums, 9 * kBlock, C{0});
-    sweep(BlockGeometry(e, kBlock), xb + b0 * xhw, dyb + b0 * dhw, oh0, oh1, 0, kBlock, sums);
+    sweep(BlockGeometry(e, kBlock), xb + b0 * xhw, dyb + b0 * dhw, oh0, oh1, 0, 0, kBlock, sums);
     for (int64_t k = 0; k < 9; ++k)
       for (int64_t c = 0; c < kBlock; ++c) mine[k * ch + b0 + c] += sums[k * kBlock + c];
   });
@@ -1724,7 +1743,7 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
         for (int64_t s0 = 0; s0 < gs;) {
           const int64_t width = gs - s0 >= G ? G : gs - s0 >= L ? L : gs - s0;
           for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += kSumRows)
-            sweep(e, xin[t], dyin[t], oh0, std::min(g.out_h, oh0 + kSumRows), s0, width, sums);
+            sweep(e, xin[t], dyin[t], oh0, std::min(g.out_h, oh0 + kSumRows), s0, s0, width, sums);
           s0 += width;
         }
         continue;

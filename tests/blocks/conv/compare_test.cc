@@ -499,9 +499,10 @@ TEST(RowsAhead, DepthwiseForwardAndInputGradient) {
 // The depthwise 3x3 filter gradient's sweeps read NHWC images whose pixels are a multiple of
 // 2 KiB apart through a per-thread copy of the image in channel blocks (SweepBlocksImages):
 // float32 at 1024 channels (4 KiB) and at 512 (2 KiB; 20 x 20 pixels, whose x and dy outgrow an
-// L2 of up to 1.6 MB, so that its rows also go in bands), float64 at 256, over one image (whose
-// blocks both threads share, each copying it) and over three. The same values as the reference
-// at every ISA and 1 and 2 threads.
+// L2 of up to 1.6 MB, so that its rows also go in bands; 24 x 24, whose 1.2 MB dy image outgrows
+// an L2 of 1 MB and is then copied as well), float64 at 256, over one image (whose blocks both
+// threads share, each copying it) and over three. The same values as the reference at every ISA
+// and 1 and 2 threads.
 TEST(DepthwiseSweep, FilterGradientCopiesImagesWhosePixelsCrowdL1Sets) {
   struct Case {
     DType dtype;
@@ -511,6 +512,7 @@ TEST(DepthwiseSweep, FilterGradientCopiesImagesWhosePixelsCrowdL1Sets) {
   const Case cases[] = {{DType::kFloat32, 1, 5, 6, 1024, "SAME"},
                         {DType::kFloat32, 3, 4, 7, 1024, "VALID"},
                         {DType::kFloat32, 1, 20, 20, 512, "SAME"},
+                        {DType::kFloat32, 1, 24, 24, 512, "SAME"},
                         {DType::kFloat64, 3, 6, 5, 256, "SAME"}};
   std::mt19937_64 rng(37);
   for (const Case& k : cases) {
