@@ -1648,19 +1648,18 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
       sweep(e, xrows.Image(thread, n), dy_images.Get(thread, n), oh0, oh1, b0, b0, width, mine);
       return;
     }
-    C* xb = copies.data() + thread * copy;
-    C* dyb = xb + xhw * ch;
-    C* sums = dyb + dhw * ch;
-    if (*copied[thread] != n) {
-      *copied[thread] = n;
-      BlockImage<C, kBlock>(xrows.Image(thread, n), xhw, ch, xb);
-      if (!dy_in_place) BlockImage<C, kBlock>(dy_images.Get(thread, n), dhw, ch, dyb);
-    }
     // Every block is whole (kBlock channels of 128 bytes; the pixels a multiple of 2 KiB).
+    C* xb = copies.data() + thread * copy;
+    const bool fresh = *copied[thread] != n;
+    *copied[thread] = n;
+    if (fresh) BlockImage<C, kBlock>(xrows.Image(thread, n), xhw, ch, xb);
     if (dy_in_place) {
       sweep(eb, xb + b0 * xhw, dy_images.Get(thread, n), oh0, oh1, b0, 0, kBlock, mine);
       return;
     }
+    C* dyb = xb + xhw * ch;  // after x's copy: dy's, then one block's sums
+    C* sums = dyb + dhw * ch;
+    if (fresh) BlockImage<C, kBlock>(dy_images.Get(thread, n), dhw, ch, dyb);
     std::fill_n(sums, 9 * kBlock, C{0});
     sweep(BlockGeometry(e, kBlock), xb + b0 * xhw, dyb + b0 * dhw, oh0, oh1, 0, 0, kBlock, sums);
     for (int64_t k = 0; k < 9; ++k)
