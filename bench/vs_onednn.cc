@@ -18,6 +18,10 @@
 //             and of its output back to TF layouts are timed with it.
 // Every result is checked: oneDNN's output, in TF layout, must equal blockflow's within float32
 // tolerance, so that a wrongly set up primitive cannot flatter either side.
+// The memory floor (RunFloor: the op's operands read and a result of its size written, nothing
+// computed) is timed the same way, in every round: a bound no kernel of the op can beat, whose
+// figure on a shared machine moves with what the neighbours do to memory (on the AVX-512 EPYC,
+// two threads of mnv1_dw1_112x32's forward took 0.50 ms at one hour and 0.34 at the next).
 // The machine's FMA peak is measured in the same program with the widest vectors the CPU has
 // (AVX-512, else AVX2), per thread count, as a fourth way timed in every round of every case:
 // each blockflow figure is a share of the peak measured beside it, in the same minutes (on a
@@ -26,6 +30,7 @@
 // Ratios are blockflow time / oneDNN time: below 1 means blockflow is faster. `--clock cpu`
 // times process CPU time instead of wall time (meaningful at one thread on a busy machine).
 // oneDNN is used only here: it is never linked into the blockflow libraries.
+#include <immintrin.h>
 #include <omp.h>
 #include <time.h>
 
@@ -133,6 +138,111 @@ double RunFmaPeak(int threads, int64_t iters) {
 }
 // Steps of one FMA-peak call: about 0.4 ms at 3 GHz, a call as short as the kernels' shortest.
 constexpr int64_t kPeakIters = 200'000;
+
+// ---------------------------------------------------------------------------------------------
+// Memory floor: the op's two operands read once and a result of its size written once, nothing
+// computed, on every thread. No kernel of the op can take less than this where its bytes come
+// from and go to memory; a thread count's goal that asks for less is out of any kernel's reach.
+// The result is written to a buffer of its own (the op's result is checked) by plain stores or
+// by stores past the caches (`stream`), the floor being the faster of the two: a result that
+// stays in the caches is written faster by plain stores, one that goes to memory by streamed
+// ones. Timed like the kernels, in the same rounds, against the same operand tensors.
+// ---------------------------------------------------------------------------------------------
+struct FloorOperands {
+  const float* in[2];
+  int64_t in_n[2];
+  float* out;
+  int64_t out_n;
+};
+
+// The range [begin, end) of n values that thread t of nt takes: whole 64-byte lines.
+std::pair<int64_t, int64_t> ShareOf(int64_t n, int t, int nt) {
+  const int64_t lines = (n + 15) / 16, per = (lines + nt - 1) / nt;
+  return {std::min(n, t * per * 16), std::min(n, (t + 1) * per * 16)};
+}
+
+// Thread t's share of the floor's reads on vectors V (16 or 8 floats): four running sums over its
+// share of each input, added into *sum (the values past the last whole vectors into *tail), so
+// that the reads are not dropped.
+template <typename V>
+inline __attribute__((always_inline)) void ReadShare(const FloorOperands& f, int t, int nt, V* sum,
+                                                     float* tail) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  V acc[4] = {};
+  for (int i = 0; i < 2; ++i) {
+    const auto [b, e] = ShareOf(f.in_n[i], t, nt);
+    int64_t j = b;
+    for (; j + 4 * L <= e; j += 4 * L) {
+      for (int u = 0; u < 4; ++u) {
+        V v;
+        std::memcpy(&v, f.in[i] + j + u * L, sizeof(V));
+        acc[u] += v;
+      }
+    }
+    for (; j < e; ++j) *tail += f.in[i][j];
+  }
+  *sum = acc[0] + acc[1] + acc[2] + acc[3];
+}
+
+// Thread t's share of the result: the values up to the first `align`-byte boundary stored one by
+// one; returns the share's bounds from there. The caller stores whole vectors of `value` and
+// then WriteTail.
+std::pair<int64_t, int64_t> WriteHead(const FloorOperands& f, int t, int nt, size_t align,
+                                      float value) {
+  auto [j, e] = ShareOf(f.out_n, t, nt);
+  for (; j < e && reinterpret_cast<uintptr_t>(f.out + j) % align != 0; ++j) f.out[j] = value;
+  return {j, e};
+}
+float WriteTail(const FloorOperands& f, int64_t j, int64_t e, float tail, const float* sum,
+                int lanes) {
+  for (; j < e; ++j) f.out[j] = tail;
+  for (int l = 0; l < lanes; ++l) tail += sum[l];
+  return tail;
+}
+
+// One thread's share of the floor, with the widest vectors: reads, then the result's vectors
+// stored plainly or past the caches (`stream`).
+__attribute__((target("avx512f"))) float FloorShareAvx512(const FloorOperands& f, int t, int nt,
+                                                          bool stream) {
+  float tail = 0;
+  Floats16 sum;
+  ReadShare(f, t, nt, &sum, &tail);
+  auto [j, e] = WriteHead(f, t, nt, 64, tail);
+  const __m512 v = reinterpret_cast<const __m512&>(sum);
+  if (stream) {
+    for (; j + 16 <= e; j += 16) _mm512_stream_ps(f.out + j, v);
+    _mm_sfence();
+  }
+  for (; j + 16 <= e; j += 16) _mm512_store_ps(f.out + j, v);
+  return WriteTail(f, j, e, tail, reinterpret_cast<const float*>(&sum), 16);
+}
+__attribute__((target("avx2"))) float FloorShareAvx2(const FloorOperands& f, int t, int nt,
+                                                     bool stream) {
+  float tail = 0;
+  Floats8 sum;
+  ReadShare(f, t, nt, &sum, &tail);
+  auto [j, e] = WriteHead(f, t, nt, 32, tail);
+  const __m256 v = reinterpret_cast<const __m256&>(sum);
+  if (stream) {
+    for (; j + 8 <= e; j += 8) _mm256_stream_ps(f.out + j, v);
+    _mm_sfence();
+  }
+  for (; j + 8 <= e; j += 8) _mm256_store_ps(f.out + j, v);
+  return WriteTail(f, j, e, tail, reinterpret_cast<const float*>(&sum), 8);
+}
+
+// One call of the floor on `threads` threads.
+void RunFloor(const FloorOperands& f, int threads, bool stream) {
+  static volatile float sink = 0;
+  const bool avx512 = HasAvx512();
+  float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    total += avx512 ? FloorShareAvx512(f, t, nt, stream) : FloorShareAvx2(f, t, nt, stream);
+  }
+  sink = sink + total;
+}
 
 // ---------------------------------------------------------------------------------------------
 // One (shape, op) in both libraries.
@@ -267,7 +377,10 @@ struct Row {
   double gflop = 0;
   double bf = 0, blk = 0, tf = 0;  // seconds per call, median (or best) of the rounds
   double bf_wall = 0, blk_wall = 0, tf_wall = 0;
-  double peak_gflops = 0;   // the FMA peak timed in the same rounds, by the same statistic
+  double peak_gflops = 0;  // the FMA peak timed in the same rounds, by the same statistic
+  // The memory floor's wall time (RunFloor), plain and streamed stores, the same statistic.
+  double floor_plain_wall = 0, floor_stream_wall = 0;
+  double floor_wall() const { return std::min(floor_plain_wall, floor_stream_wall); }
   bool resnet_3x3 = false;  // a dense ResNet layer with a 3 x 3 filter (the peak goal's shapes)
   std::string blk_impl;
   double max_diff = 0, tolerance = 0;
@@ -308,12 +421,18 @@ double GeoMean(const std::vector<double>& v) {
 // threads at least 1.8x one), counted on the pairs above kScalingMflop MFLOP only: smaller
 // ones are a few microseconds, where a parallel region's start is a visible share.
 constexpr double kScalingMflop = 10;
+// A goal whose time (one thread's over the goal) is below the memory floor at t threads is out
+// of any kernel's reach on this machine: such pairs are still counted as below the goal, and
+// shown with their floor.
 struct Scaling {
   std::string shape, op;
   int threads = 2;
   double gflop = 0, bf = 0, blk = 0, goal = 0;
+  double goal_ms = 0;  // one thread's wall time over the goal
+  double floor_ms = 0, floor_plain_ms = 0, floor_stream_ms = 0;  // t threads' floors
   bool counted = false;
   bool met() const { return bf >= goal; }
+  bool below_floor() const { return goal_ms < floor_ms; }
 };
 
 std::vector<Scaling> ThreadScaling(const std::vector<Row>& rows, const std::vector<int>& threads) {
@@ -331,6 +450,10 @@ std::vector<Scaling> ThreadScaling(const std::vector<Row>& rows, const std::vect
       s.bf = one.bf_wall / r.bf_wall;
       s.blk = one.blk_wall / r.blk_wall;
       s.goal = 0.9 * r.threads;
+      s.goal_ms = one.bf_wall / s.goal * 1e3;
+      s.floor_ms = r.floor_wall() * 1e3;
+      s.floor_plain_ms = r.floor_plain_wall * 1e3;
+      s.floor_stream_ms = r.floor_stream_wall * 1e3;
       s.counted = r.gflop * 1e3 > kScalingMflop;
       out.push_back(s);
     }
@@ -347,21 +470,24 @@ void PrintScaling(const std::vector<Scaling>& scaling, const std::vector<std::st
       "\nThreads over one thread, blockflow's wall time (goal: 0.9x the threads, on the "
       "pairs above %.0f MFLOP)\n\n",
       kScalingMflop);
-  std::printf("| op | threads | pairs counted | at the goal | lowest (oneDNN blocked there) |\n");
-  std::printf("|---|---|---|---|---|\n");
+  std::printf(
+      "| op | threads | pairs counted | at the goal | goal below the memory floor | lowest "
+      "(oneDNN blocked there) |\n");
+  std::printf("|---|---|---|---|---|---|\n");
   for (const std::string& o : ops) {
     for (int t : threads) {
-      int counted = 0, met = 0;
+      int counted = 0, met = 0, unreachable = 0;
       const Scaling* low = nullptr;
       for (const Scaling& s : scaling) {
         if (s.op != o || s.threads != t || !s.counted) continue;
         ++counted;
         met += s.met() ? 1 : 0;
+        unreachable += !s.met() && s.below_floor() ? 1 : 0;
         if (!low || s.bf < low->bf) low = &s;
       }
       if (!low) continue;
-      std::printf("| %s | %d | %d | %d | %.2fx (%s; %.2fx) |\n", o.c_str(), t, counted, met,
-                  low->bf, low->shape.c_str(), low->blk);
+      std::printf("| %s | %d | %d | %d | %d | %.2fx (%s; %.2fx) |\n", o.c_str(), t, counted, met,
+                  unreachable, low->bf, low->shape.c_str(), low->blk);
     }
   }
   bool header = false;
@@ -369,8 +495,11 @@ void PrintScaling(const std::vector<Scaling>& scaling, const std::vector<std::st
     if (!s.counted || s.met()) continue;
     if (!header) std::printf("\nBelow the goal:\n");
     header = true;
-    std::printf("  %-38s %-30s %d threads %.2fx (goal %.1fx; oneDNN blocked %.2fx)\n", s.op.c_str(),
-                s.shape.c_str(), s.threads, s.bf, s.goal, s.blk);
+    std::printf(
+        "  %-38s %-30s %d threads %.2fx (goal %.1fx: %.3f ms; memory floor %.3f ms plain, "
+        "%.3f streamed%s; oneDNN blocked %.2fx)\n",
+        s.op.c_str(), s.shape.c_str(), s.threads, s.bf, s.goal, s.goal_ms, s.floor_plain_ms,
+        s.floor_stream_ms, s.below_floor() ? ": the goal is below it" : "", s.blk);
   }
 }
 
@@ -422,6 +551,7 @@ int Main(const Options& opt) {
              dy = RandomTensor(s.output, seed + 2);
       seed += 3;
       Tensor out(DType::kFloat32, OperandShapes(state).out);
+      Tensor floor_out(DType::kFloat32, OperandShapes(state).out);
       const Tensor& a = op == ConvOp::kBackpropInput ? w : x;
       const Tensor& b = op == ConvOp::kForward ? w : dy;
       for (int threads : opt.threads) {
@@ -445,6 +575,12 @@ int Main(const Options& opt) {
         const std::function<void()> run_peak = [&] {
           peak_flops = RunFmaPeak(threads, kPeakIters);
         };
+        const FloorOperands floor{.in = {a.data<float>(), b.data<float>()},
+                                  .in_n = {a.num_elements(), b.num_elements()},
+                                  .out = floor_out.data<float>(),
+                                  .out_n = floor_out.num_elements()};
+        const std::function<void()> run_floor = [&] { RunFloor(floor, threads, false); };
+        const std::function<void()> run_floor_stream = [&] { RunFloor(floor, threads, true); };
         // The blocked inputs once, then a warm-up call of each way, which also sizes the batches
         // of calls so that each round of each way takes about min_time / rounds.
         for (Operand& o : dc.operands) {
@@ -452,12 +588,15 @@ int Main(const Options& opt) {
             dnnl::reorder(o.user, o.prim).execute(strm, o.user, o.prim);
         }
         strm.wait();
-        constexpr int kWays = 4;
-        const std::function<void()>* ways[kWays] = {&run_bf, &run_blk, &run_tf, &run_peak};
+        // The floor's two ways take a quarter of the time each.
+        constexpr int kWays = 6;
+        const std::function<void()>* ways[kWays] = {&run_bf,   &run_blk,   &run_tf,
+                                                    &run_peak, &run_floor, &run_floor_stream};
         int64_t iters[kWays];
         for (int i = 0; i < kWays; ++i) {
           const double t = Time(*ways[i], 1, false).wall;
-          iters[i] = std::max<int64_t>(1, static_cast<int64_t>(opt.min_time / opt.rounds / t));
+          const double budget = opt.min_time / opt.rounds / (i >= 4 ? 4 : 1);
+          iters[i] = std::max<int64_t>(1, static_cast<int64_t>(budget / t));
         }
         // The check: blockflow's result against oneDNN's (the TF run leaves it in out_tf).
         Row r;
@@ -500,12 +639,15 @@ int Main(const Options& opt) {
         r.blk_wall = Summary(wall[1], opt.best);
         r.tf_wall = Summary(wall[2], opt.best);
         r.peak_gflops = peak_flops / Summary(clock[3], opt.best) / 1e9;
+        r.floor_plain_wall = Summary(wall[4], opt.best);
+        r.floor_stream_wall = Summary(wall[5], opt.best);
         const double pct = r.gflop / r.bf / r.peak_gflops * 100;
         std::printf(
             "%-38s %-28s t%d  bf %8.3f ms  blk %8.3f  tf %8.3f  bf/blk %5.2f  bf/tf %5.2f"
-            "  %5.1f%% of %5.1f GFLOP/s  %s%s\n",
+            "  %5.1f%% of %5.1f GFLOP/s  floor %.3f / %.3f  %s%s\n",
             op_name.c_str(), s.name.c_str(), threads, r.bf * 1e3, r.blk * 1e3, r.tf * 1e3,
-            r.bf / r.blk, r.bf / r.tf, pct, r.peak_gflops,
+            r.bf / r.blk, r.bf / r.tf, pct, r.peak_gflops, r.floor_plain_wall * 1e3,
+            r.floor_stream_wall * 1e3,
             r.ok ? "" : ("MISMATCH " + std::to_string(r.max_diff) + " ").c_str(),
             r.blk_impl.c_str());
         std::fflush(stdout);
@@ -581,6 +723,8 @@ int Main(const Options& opt) {
                               {"ratio_tf", r.bf / r.tf},
                               {"fma_peak_gflops", r.peak_gflops},
                               {"peak_fraction", r.gflop / r.bf / r.peak_gflops},
+                              {"memory_floor_plain_wall_ms", r.floor_plain_wall * 1e3},
+                              {"memory_floor_streamed_wall_ms", r.floor_stream_wall * 1e3},
                               {"onednn_impl", r.blk_impl},
                               {"max_abs_diff", r.max_diff},
                               {"tolerance", r.tolerance},
@@ -594,6 +738,9 @@ int Main(const Options& opt) {
                               {"bf_speedup", s.bf},
                               {"onednn_blocked_speedup", s.blk},
                               {"goal", s.goal},
+                              {"goal_ms", s.goal_ms},
+                              {"memory_floor_ms", s.floor_ms},
+                              {"goal_below_memory_floor", s.below_floor()},
                               {"counted", s.counted},
                               {"met", s.met()}});
     }
