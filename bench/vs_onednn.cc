@@ -201,7 +201,8 @@ float WriteTail(const FloorOperands& f, int64_t j, int64_t e, float tail, const 
 }
 
 // One thread's share of the floor, with the widest vectors: reads, then the result's vectors
-// stored plainly or past the caches (`stream`).
+// stored plainly or past the caches (`stream`). The two differ only in their vectors' width and
+// store intrinsics, which need a function compiled for their ISA each.
 __attribute__((target("avx512f"))) float FloorShareAvx512(const FloorOperands& f, int t, int nt,
                                                           bool stream) {
   float tail = 0;
