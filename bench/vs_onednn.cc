@@ -21,7 +21,7 @@
 // The memory floor (RunFloor: the op's operands read and a result of its size written, nothing
 // computed) is timed the same way, in every round: a bound no kernel of the op can beat, whose
 // figure on a shared machine moves with what the neighbours do to memory (on the AVX-512 EPYC,
-// two threads of mnv1_dw1_112x32's forward took 0.50 ms at one hour and 0.34 at the next).
+// two threads of mnv1_dw1_112x32's forward took 0.48 ms in one process and 0.34 in the next).
 // The machine's FMA peak is measured in the same program with the widest vectors the CPU has
 // (AVX-512, else AVX2), per thread count, as a fourth way timed in every round of every case:
 // each blockflow figure is a share of the peak measured beside it, in the same minutes (on a
