@@ -1341,7 +1341,7 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
                C* c, const GemmTile& tile, int nt, const KernelContext& ctx, bool stream) {
   const bool by_columns = n > m, own_blocks = by_columns && nt > 1;
   const int64_t gemm_work = WholeLines<C>(GemmWorkspaceElements(tile, sizeof(C)));
-  const int64_t ld = GemmColumnBlock(tile, sizeof(C)) + 64 / int64_t{sizeof(C)};
+  const int64_t ld = GemmColumnBlock(tile, sizeof(C), a.transposed) + 64 / int64_t{sizeof(C)};
   const int64_t per_thread = ThreadStride<C>(gemm_work + (own_blocks ? m * ld : 0), nt);
   Reused<C> work(kSlotGemmWork);
   work->resize(static_cast<size_t>(nt * per_thread));
@@ -1478,7 +1478,7 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   // image come in an order, and so with bits, that depend on the geometry alone.
   constexpr int64_t kColumnBytes = 4 << 20;
   const int64_t slab =
-      std::min(GemmColumnBlock(tile, sizeof(C)), (n + tile.nr - 1) / tile.nr * tile.nr);
+      std::min(GemmColumnBlock(tile, sizeof(C), false), (n + tile.nr - 1) / tile.nr * tile.nr);
   const int64_t span = pointwise ? 0
                                  : std::max<int64_t>(tile.mr, kColumnBytes / int64_t{sizeof(C)} /
                                                                   slab / tile.mr * tile.mr);

@@ -13,11 +13,20 @@
 namespace blockflow::conv::internal {
 namespace {
 
-// Cache blocking, the same for every ISA: kKc values of k per block (an AVX-512 A micro-panel,
-// 6 x 256 floats, is 6 KB of L1), kMcPanels micro-panels of A per packed block, and B blocks
-// of kKc x Nc elements of about BBlockBytes(), packed once per (Nc, kKc) block and kept in L2
-// while every A block passes over them.
-constexpr int64_t kKc = 256;
+// Cache blocking, the same for every ISA: Kc values of k per block (KcFor), kMcPanels
+// micro-panels of A per packed block, and B blocks of Kc x Nc elements of about BBlockBytes(),
+// packed once per (Nc, Kc) block and kept in L2 while every A block passes over them.
+constexpr int64_t kKc = 256, kKcInPlace = 512;
+// The values of k per block: kKc (an AVX-512 A micro-panel, 6 x 256 values, is 6 KB of L1 in
+// float), or kKcInPlace floats where A is not transposed (read in place, or packed a micro-panel
+// at a time just before its tiles). Over twice as many k a block, a forward or input gradient
+// reads and writes back its block of C half as many times, and each tile starts half as often:
+// one pinned core, 3 processes of each alternated, fc6's forward 44.8 -> 43.7 ms (with the
+// first micro-panel packing B, below), the 1x1 layer's input gradient 8.07 -> 7.63 and forward
+// 7.46 -> 7.35. Its filter gradient (A transposed, packed a block at a time) took 5% longer.
+int64_t KcFor(bool a_transposed, size_t elem_size) {
+  return !a_transposed && elem_size == sizeof(float) ? kKcInPlace : kKc;
+}
 // The columns of a transposed B that PackB interleaves at a time.
 constexpr int64_t kPackColumns = 8;
 constexpr int64_t kMcPanels = 20;
@@ -31,10 +40,16 @@ int64_t BBlockBytes() {
   return std::clamp<int64_t>(CacheBytes(2, int64_t{1} << 20) / 2, int64_t{256} << 10,
                              int64_t{1} << 20);
 }
-// The columns of a B block: BBlockBytes() of kKc rows, in whole panels of nr.
-int64_t NcFor(int64_t nr, size_t elem_size) {
-  const int64_t nc = BBlockBytes() / (kKc * static_cast<int64_t>(elem_size)) / nr * nr;
+// The columns of a B block: BBlockBytes() of kc rows, in whole panels of nr.
+int64_t NcFor(int64_t nr, size_t elem_size, int64_t kc) {
+  const int64_t nc = BBlockBytes() / (kc * static_cast<int64_t>(elem_size)) / nr * nr;
   return nc > nr ? nc : nr;
+}
+// The elements of the largest B block, whichever Kc.
+int64_t BBlockElements(int64_t nr, size_t elem_size) {
+  int64_t most = 0;
+  for (const int64_t kc : {kKc, kKcInPlace}) most = std::max(most, NcFor(nr, elem_size, kc) * kc);
+  return most;
 }
 
 // The register tiles: (MR rows, NV 64-byte vectors of columns). AVX-512: 6 x 4 zmm = 24 of the
@@ -224,8 +239,9 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
     for (int64_t j0c = 0; j0c < NR; j0c += kJ) {
       const C* src[kJ];
       for (int64_t u = 0; u < kJ; ++u) {
-        src[u] = j0c + u < valid ? DenseRun(b, (j0 + q + j0c + u) * b.ld + k0, kc, wide + u * kKc)
-                                 : nullptr;
+        src[u] = j0c + u < valid
+                     ? DenseRun(b, (j0 + q + j0c + u) * b.ld + k0, kc, wide + u * kKcInPlace)
+                     : nullptr;
       }
       for (int64_t k = 0; k < kc; ++k) {
         C* __restrict dst = panel + k * NR + j0c;
@@ -235,22 +251,49 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
   }
 }
 
-// One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k a[r][k] * bp[k][j], only
+// Where a tile's B panel comes from: packed at bp ([kc][NR]), or (`src` not null) rows of B
+// `ld` elements apart from src, each read into the registers and stored into the panel at bp
+// for the tiles after (the first micro-panel's tiles pack the block).
+template <typename C>
+struct PanelB {
+  C* bp;
+  const C* src = nullptr;
+  int64_t ld = 0;
+};
+
+// One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k a[r][k] * b[k][j], only
 // the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds; `stream`:
 // a whole tile that does not accumulate stored with StreamVec.
 // A is a packed micro-panel [kc][MR] at `ap` (kPacked), or else MR rows of A read in place, each
 // kc contiguous values at arow[r] (rows past `rows` repeat a valid row; their sums are not
-// stored).
-template <typename C, typename V, int MR, int NV, bool kPacked>
+// stored). B is `panel`, read from its source and packed on the way when kPacksB.
+template <typename C, typename V, int MR, int NV, bool kPacked, bool kPacksB>
 BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const* arows,
-                              const C* __restrict bp, C* __restrict c, int64_t ldc, int64_t rows,
+                              const PanelB<C>& panel, C* __restrict c, int64_t ldc, int64_t rows,
                               int64_t cols, bool accumulate, bool stream) {
   using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C), NR = NV * L;
   Vec acc[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = Vec{};
-  if constexpr (kPacked) {
+  C* __restrict bp = panel.bp;
+  if constexpr (kPacksB) {
+    const C* __restrict src = panel.src;
+    const C* arow[MR] = {};
+    if constexpr (!kPacked)
+      for (int r = 0; r < MR; ++r) arow[r] = arows[r];
+    for (int64_t k = 0; k < kc; ++k, src += panel.ld) {
+      Vec b[NV];
+      for (int v = 0; v < NV; ++v) {
+        b[v] = LoadVec<V>(src + v * L);
+        StoreVec(bp + k * NR + v * L, b[v]);
+      }
+      for (int r = 0; r < MR; ++r) {
+        const C s = kPacked ? ap[k * MR + r] : arow[r][k];
+        for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
+      }
+    }
+  } else if constexpr (kPacked) {
     for (int64_t k = 0; k < kc; ++k) {
       Vec b[NV];
       for (int v = 0; v < NV; ++v) b[v] = LoadVec<V>(bp + k * NR + v * L);
@@ -312,17 +355,17 @@ struct NextBlockPrefetch {
   }
 };
 
-// The NextBlockPrefetch for the block of B after (jc, pc) (the next kKc rows of the same Nc
+// The NextBlockPrefetch for the block of B after (jc, pc) (the next Kc rows of the same Nc
 // columns, else the first of the next Nc), over the current block's `tiles` register tiles;
 // none (total 0) after the last block.
 template <typename C>
 NextBlockPrefetch PrefetchAfter(const MatrixView<C>& b, int64_t jc, int64_t pc, int64_t n,
-                                int64_t k, int64_t Nc, int64_t tiles) {
+                                int64_t k, int64_t Kc, int64_t Nc, int64_t tiles) {
   NextBlockPrefetch p;
-  int64_t pk = pc + kKc, pj = jc;
+  int64_t pk = pc + Kc, pj = jc;
   if (pk >= k) pk = 0, pj = jc + Nc;
   if (pj >= n) return p;
-  const int64_t next_kc = std::min(kKc, k - pk), next_nc = std::min(Nc, n - pj);
+  const int64_t next_kc = std::min(Kc, k - pk), next_nc = std::min(Nc, n - pj);
   const int64_t bytes = StoredBytes(b);
   // Stored runs: the block's rows along its columns, or its columns along k (transposed).
   const int64_t runs = b.transposed ? next_nc : next_kc;
@@ -342,13 +385,13 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,
                               const KernelContext& ctx, const ColumnSink* sink, bool stream) {
   constexpr int64_t L = 64 / sizeof(C), NR = NV * L, Mc = kMcPanels * MR;
-  const int64_t Nc = NcFor(NR, sizeof(C));
+  const int64_t Kc = KcFor(a.transposed, sizeof(C)), Nc = NcFor(NR, sizeof(C), Kc);
   // Every tile's 64-byte vectors aligned, and C written once: a single block of k.
-  stream = stream && k <= kKc && sink == nullptr && reinterpret_cast<uintptr_t>(c) % 64 == 0 &&
+  stream = stream && k <= Kc && sink == nullptr && reinterpret_cast<uintptr_t>(c) % 64 == 0 &&
            ldc * static_cast<int64_t>(sizeof(C)) % 64 == 0;
   C* ap = work;
-  C* bp = work + Mc * kKc;
-  C* wide = bp + Nc * kKc;  // B's runs widened from 16-bit floats
+  C* bp = work + Mc * kKcInPlace;
+  C* wide = bp + BBlockElements(NR, sizeof(C));  // B's runs widened from 16-bit floats
   // A row-major A (a plain matrix, or im2col rows along the taps) is read in place where each
   // of a micro-panel's MR rows holds the block's kc values contiguously (inside the input):
   // packing would cost one store per element for every block of Nc columns. Other micro-panels
@@ -357,12 +400,20 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
   for (int64_t jc = 0; jc < n; jc += Nc) {
     const int64_t nc = std::min(Nc, n - jc);
     C* cblock = sink == nullptr ? c + jc : c;
-    for (int64_t pc = 0; pc < k; pc += kKc) {
+    for (int64_t pc = 0; pc < k; pc += Kc) {
       if (ctx.cancelled()) return;
-      const int64_t kc = std::min(kKc, k - pc);
-      PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp, wide);
+      const int64_t kc = std::min(Kc, k - pc);
+      // The tiles of the block's first micro-panel of A pack B's panels as they read them (B
+      // dense and not transposed, of C, and the block all whole panels of columns): its rows
+      // come from L2, where NextBlockPrefetch put them, in the shadow of the tiles' multiply-
+      // adds, where a separate pass read them before any tile ran. One pinned core, 3 processes
+      // of each alternated: fc6's forward 45.0 -> 44.4 ms, the 1x1 layer's 7.37 -> 7.30. (Not
+      // where A is transposed: fc6's filter gradient took 1% longer.)
+      const bool packs_first =
+          !a.transposed && !b.transposed && b.data != nullptr && nc % NR == 0 && jc + nc <= n;
+      if (!packs_first) PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp, wide);
       const int64_t tiles = (m1 - m0 + MR - 1) / MR * ((nc + NR - 1) / NR);
-      NextBlockPrefetch next = PrefetchAfter(b, jc, pc, n, k, Nc, tiles);
+      NextBlockPrefetch next = PrefetchAfter(b, jc, pc, n, k, Kc, Nc, tiles);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
         // Polled per block of A as well: one pass of a block of B over the rows can take a
         // large share of the run (a 1x1 layer's 8192 rows, milliseconds).
@@ -381,15 +432,29 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
           if (!a.transposed && !in_place)
             PackRowPanel<C, MR>(a, ic + ir, rows, pc, kc, ap + ir * kc);
           C* crow = cblock + (ic - m0 + ir) * ldc;
+          const bool packs = packs_first && ic == m0 && ir == 0;
           for (int64_t jr = 0; jr < nc; jr += NR) {
             const int64_t cols = std::min(NR, nc - jr);
             next.Tile();
-            if (in_place) {
-              MicroTile<C, V, MR, NV, false>(kc, nullptr, rowp, bp + jr * kc, crow + jr, ldc, rows,
-                                             cols, pc > 0, stream);
+            const C* __restrict apanel = ap + ir * kc;
+            C* __restrict c_tile = crow + jr;
+            PanelB<C> panel{bp + jr * kc};
+            if (packs) {
+              panel.src = b.data + pc * b.ld + jc + jr;
+              panel.ld = b.ld;
+              if (in_place) {
+                MicroTile<C, V, MR, NV, false, true>(kc, nullptr, rowp, panel, c_tile, ldc, rows,
+                                                     cols, pc > 0, stream);
+              } else {
+                MicroTile<C, V, MR, NV, true, true>(kc, apanel, nullptr, panel, c_tile, ldc, rows,
+                                                    cols, pc > 0, stream);
+              }
+            } else if (in_place) {
+              MicroTile<C, V, MR, NV, false, false>(kc, nullptr, rowp, panel, c_tile, ldc, rows,
+                                                    cols, pc > 0, stream);
             } else {
-              MicroTile<C, V, MR, NV, true>(kc, ap + ir * kc, nullptr, bp + jr * kc, crow + jr, ldc,
-                                            rows, cols, pc > 0, stream);
+              MicroTile<C, V, MR, NV, true, false>(kc, apanel, nullptr, panel, c_tile, ldc, rows,
+                                                   cols, pc > 0, stream);
             }
           }
         }
@@ -427,13 +492,15 @@ GemmTile TileOf(Isa isa, size_t elem_size) {
 
 GemmTile ActiveGemmTile(size_t elem_size) { return TileOf(ActiveIsa(), elem_size); }
 
-int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size) {
-  return NcFor(tile.nr, elem_size);
+int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size, bool a_transposed) {
+  return NcFor(tile.nr, elem_size, KcFor(a_transposed, elem_size));
 }
 
 int64_t GemmWorkspaceElements(const GemmTile& tile, size_t elem_size) {
-  return kMcPanels * tile.mr * kKc + NcFor(tile.nr, elem_size) * kKc +
-         std::max(NcFor(tile.nr, elem_size), kKc * kPackColumns);
+  const int64_t widest =
+      std::max(GemmColumnBlock(tile, elem_size, false), GemmColumnBlock(tile, elem_size, true));
+  return kMcPanels * tile.mr * kKcInPlace + BBlockElements(tile.nr, elem_size) +
+         std::max(widest, kKcInPlace * kPackColumns);
 }
 
 template <typename C>
@@ -442,7 +509,7 @@ void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_
               const ColumnSink* sink, bool stream) {
   if (m0 >= m1 || n <= 0) return;
   if (k <= 0) {  // an empty sum
-    const int64_t block = sink == nullptr ? n : GemmColumnBlock(tile, sizeof(C));
+    const int64_t block = sink == nullptr ? n : GemmColumnBlock(tile, sizeof(C), a.transposed);
     for (int64_t j0 = 0; j0 < n; j0 += block) {
       const int64_t j1 = std::min(n, j0 + block);
       for (int64_t i = m0; i < m1; ++i) std::fill_n(c + (i - m0) * ldc, j1 - j0, C{0});

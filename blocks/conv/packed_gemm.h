@@ -8,9 +8,10 @@
 //   GemmRows(a_view, b_view, m0, m1, n, k, c, ldc, work.data(), tile, ctx);
 //
 // Register tiles of MR rows by NR columns (NV 64-byte vectors) accumulate in registers over a
-// block of kKc values of k; B is packed per kKc x Nc block into NR-column panels that stay in
-// L2, A per kMc x kKc block into MR-row micro-panels that stay in L1, both into a bounded
-// per-thread workspace. A plain row-major A (not transposed) is read in place instead.
+// block of Kc values of k; B is packed per Kc x Nc block into NR-column panels that stay in
+// L2, A per Mc x Kc block into MR-row micro-panels that stay in L1, both into a bounded
+// per-thread workspace. A plain row-major A (not transposed) is read in place instead, and the
+// tiles of a block's first rows then pack B's panels as they read them.
 #pragma once
 
 #include <cstddef>
@@ -95,8 +96,9 @@ struct ColumnSink {
   void (*fn)(void* state, int64_t j0, int64_t j1) = nullptr;
   void* state = nullptr;
 };
-/// The columns of C a ColumnSink receives at a time (at most).
-int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size);
+/// The columns of C a ColumnSink receives at a time (at most), for an A view that is or is not
+/// transposed.
+int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size, bool a_transposed);
 
 /// C[i, :] = A[i, :] * B for the rows i in [m0, m1) of the m x k A and the k x n B (B a kDense
 /// view: only A may be an im2col matrix, only B may be stored as 16-bit floats), written at
