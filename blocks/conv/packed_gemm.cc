@@ -21,11 +21,16 @@ constexpr int64_t kKc = 256, kKcInPlace = 512;
 // float), or kKcInPlace floats where A is not transposed (read in place, or packed a micro-panel
 // at a time just before its tiles). Over twice as many k a block, a forward or input gradient
 // reads and writes back its block of C half as many times, and each tile starts half as often:
-// one pinned core, 3 processes of each alternated, fc6's forward 44.8 -> 43.7 ms (with the
-// first micro-panel packing B, below), the 1x1 layer's input gradient 8.07 -> 7.63 and forward
-// 7.46 -> 7.35. Its filter gradient (A transposed, packed a block at a time) took 5% longer.
+// one pinned core, 3 processes of each alternated, fc6's forward 44.7 -> 43.6 ms (both with the
+// first micro-panel packing B, below); with that packing too, against neither, the 1x1 layer's
+// input gradient 8.07 -> 7.63 and forward 7.46 -> 7.35. The filter gradient (A transposed,
+// packed a block at a time) took 5% longer with 512.
 int64_t KcFor(bool a_transposed, size_t elem_size) {
   return !a_transposed && elem_size == sizeof(float) ? kKcInPlace : kKc;
+}
+// The most values of k a block takes for elements of elem_size bytes.
+int64_t MostKc(size_t elem_size) {
+  return std::max(KcFor(false, elem_size), KcFor(true, elem_size));
 }
 // The columns of a transposed B that PackB interleaves at a time.
 constexpr int64_t kPackColumns = 8;
@@ -45,10 +50,13 @@ int64_t NcFor(int64_t nr, size_t elem_size, int64_t kc) {
   const int64_t nc = BBlockBytes() / (kc * static_cast<int64_t>(elem_size)) / nr * nr;
   return nc > nr ? nc : nr;
 }
-// The elements of the largest B block, whichever Kc.
+// The elements of the largest B block, whichever KcFor.
 int64_t BBlockElements(int64_t nr, size_t elem_size) {
   int64_t most = 0;
-  for (const int64_t kc : {kKc, kKcInPlace}) most = std::max(most, NcFor(nr, elem_size, kc) * kc);
+  for (const bool transposed : {false, true}) {
+    const int64_t kc = KcFor(transposed, elem_size);
+    most = std::max(most, NcFor(nr, elem_size, kc) * kc);
+  }
   return most;
 }
 
@@ -191,7 +199,7 @@ BF_CONV_INLINE const char* StoredAt(const MatrixView<C>& b, int64_t at) {
 // Packs rows [k0, k0 + kc) and columns [j0, j0 + nc) of B (columns past `cols`, the end of B,
 // as zeros) into panels of NR columns, each [kc][NR]. A B of 16-bit floats is widened a run at
 // a time into `wide` on its way to the panels: a row of the block, or the runs of kPackColumns
-// columns (8 KB of floats at most, in L1).
+// columns (16 KB of floats at most, in L1).
 template <typename C, typename V, int NR>
 BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
                           int64_t cols, C* __restrict bp, C* __restrict wide) {
@@ -239,9 +247,8 @@ BF_CONV_INLINE void PackB(const MatrixView<C>& b, int64_t k0, int64_t kc, int64_
     for (int64_t j0c = 0; j0c < NR; j0c += kJ) {
       const C* src[kJ];
       for (int64_t u = 0; u < kJ; ++u) {
-        src[u] = j0c + u < valid
-                     ? DenseRun(b, (j0 + q + j0c + u) * b.ld + k0, kc, wide + u * kKcInPlace)
-                     : nullptr;
+        src[u] = j0c + u < valid ? DenseRun(b, (j0 + q + j0c + u) * b.ld + k0, kc, wide + u * kc)
+                                 : nullptr;
       }
       for (int64_t k = 0; k < kc; ++k) {
         C* __restrict dst = panel + k * NR + j0c;
@@ -390,7 +397,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
   stream = stream && k <= Kc && sink == nullptr && reinterpret_cast<uintptr_t>(c) % 64 == 0 &&
            ldc * static_cast<int64_t>(sizeof(C)) % 64 == 0;
   C* ap = work;
-  C* bp = work + Mc * kKcInPlace;
+  C* bp = work + Mc * MostKc(sizeof(C));
   C* wide = bp + BBlockElements(NR, sizeof(C));  // B's runs widened from 16-bit floats
   // A row-major A (a plain matrix, or im2col rows along the taps) is read in place where each
   // of a micro-panel's MR rows holds the block's kc values contiguously (inside the input):
@@ -499,8 +506,8 @@ int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size, bool a_transpose
 int64_t GemmWorkspaceElements(const GemmTile& tile, size_t elem_size) {
   const int64_t widest =
       std::max(GemmColumnBlock(tile, elem_size, false), GemmColumnBlock(tile, elem_size, true));
-  return kMcPanels * tile.mr * kKcInPlace + BBlockElements(tile.nr, elem_size) +
-         std::max(widest, kKcInPlace * kPackColumns);
+  return kMcPanels * tile.mr * MostKc(elem_size) + BBlockElements(tile.nr, elem_size) +
+         std::max(widest, MostKc(elem_size) * kPackColumns);
 }
 
 template <typename C>
