@@ -379,7 +379,6 @@ struct Row {
   double peak_gflops = 0;  // the FMA peak timed in the same rounds, by the same statistic
   // The memory floor's wall time (RunFloor), plain and streamed stores, the same statistic.
   double floor_plain_wall = 0, floor_stream_wall = 0;
-  double floor_wall() const { return std::min(floor_plain_wall, floor_stream_wall); }
   bool resnet_3x3 = false;  // a dense ResNet layer with a 3 x 3 filter (the peak goal's shapes)
   std::string blk_impl;
   double max_diff = 0, tolerance = 0;

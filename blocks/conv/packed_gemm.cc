@@ -283,42 +283,22 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const
   Vec acc[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = Vec{};
+  // B's rows: the packed panel's, NR apart, or (packing it) the source's.
   C* __restrict bp = panel.bp;
-  if constexpr (kPacksB) {
-    const C* __restrict src = panel.src;
-    const C* arow[MR] = {};
-    if constexpr (!kPacked)
-      for (int r = 0; r < MR; ++r) arow[r] = arows[r];
-    for (int64_t k = 0; k < kc; ++k, src += panel.ld) {
-      Vec b[NV];
-      for (int v = 0; v < NV; ++v) {
-        b[v] = LoadVec<V>(src + v * L);
-        StoreVec(bp + k * NR + v * L, b[v]);
-      }
-      for (int r = 0; r < MR; ++r) {
-        const C s = kPacked ? ap[k * MR + r] : arow[r][k];
-        for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
-      }
-    }
-  } else if constexpr (kPacked) {
-    for (int64_t k = 0; k < kc; ++k) {
-      Vec b[NV];
-      for (int v = 0; v < NV; ++v) b[v] = LoadVec<V>(bp + k * NR + v * L);
-      for (int r = 0; r < MR; ++r) {
-        const C s = ap[k * MR + r];
-        for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
-      }
-    }
-  } else {
-    const C* arow[MR];
+  const C* __restrict src = kPacksB ? panel.src : bp;
+  const int64_t src_step = kPacksB ? panel.ld : NR;
+  const C* arow[MR] = {};
+  if constexpr (!kPacked)
     for (int r = 0; r < MR; ++r) arow[r] = arows[r];
-    for (int64_t k = 0; k < kc; ++k) {
-      Vec b[NV];
-      for (int v = 0; v < NV; ++v) b[v] = LoadVec<V>(bp + k * NR + v * L);
-      for (int r = 0; r < MR; ++r) {
-        const C s = arow[r][k];
-        for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
-      }
+  for (int64_t k = 0; k < kc; ++k) {
+    Vec b[NV];
+    for (int v = 0; v < NV; ++v) {
+      b[v] = LoadVec<V>(src + k * src_step + v * L);
+      if constexpr (kPacksB) StoreVec(bp + k * NR + v * L, b[v]);
+    }
+    for (int r = 0; r < MR; ++r) {
+      const C s = kPacked ? ap[k * MR + r] : arow[r][k];
+      for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
     }
   }
   if (rows == MR && cols == NR) {
