@@ -128,10 +128,144 @@ void PackForwardFilterFrom(const ConvGeometry& g, const PanelSource<C>& src, Wor
   }
 }
 
-// Forward, output channels [grp*cog + j0, + NV*L) of one output row yrow:
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BF_CONV_ASM_TILES 1
+// clang-format off
+// Pixel p's products for one step: its input at displacement bf_d from `addr`, broadcast inside
+// each fused multiply-add ({1to16}), times the step's four filter vectors zmm28-31.
+#define BF_QUAD_PIXEL(addr, a0, a1, a2, a3)                                                        \
+  "vfmadd231ps bf_d" addr "%{1to16%}, %%zmm28, %%zmm" #a0 "\n\t"                                  \
+  "vfmadd231ps bf_d" addr "%{1to16%}, %%zmm29, %%zmm" #a1 "\n\t"                                  \
+  "vfmadd231ps bf_d" addr "%{1to16%}, %%zmm30, %%zmm" #a2 "\n\t"                                  \
+  "vfmadd231ps bf_d" addr "%{1to16%}, %%zmm31, %%zmm" #a3 "\n\t"
+// One step: the two pairs' vectors (bf_w bytes into the first pair's panel, and `pb` bytes
+// further, into the second's), then the 7 pixels at x + p * ps, as base plus scaled index with
+// i1 = ps, i3 = 3 * ps, i5 = 5 * ps.
+#define BF_QUAD_STEP                                                                               \
+  "vmovups bf_w(%[w]), %%zmm28\n\t"                                                                \
+  "vmovups bf_w + 64(%[w]), %%zmm29\n\t"                                                           \
+  "vmovups bf_w(%[w], %[pb]), %%zmm30\n\t"                                                         \
+  "vmovups bf_w + 64(%[w], %[pb]), %%zmm31\n\t"                                                    \
+  BF_QUAD_PIXEL("(%[x])", 0, 1, 2, 3)                                                              \
+  BF_QUAD_PIXEL("(%[x], %[i1])", 4, 5, 6, 7)                                                       \
+  BF_QUAD_PIXEL("(%[x], %[i1], 2)", 8, 9, 10, 11)                                                  \
+  BF_QUAD_PIXEL("(%[x], %[i3])", 12, 13, 14, 15)                                                   \
+  BF_QUAD_PIXEL("(%[x], %[i1], 4)", 16, 17, 18, 19)                                                \
+  BF_QUAD_PIXEL("(%[x], %[i5])", 20, 21, 22, 23)                                                   \
+  BF_QUAD_PIXEL("(%[x], %[i3], 2)", 24, 25, 26, 27)
+#define BF_QUAD_STORE(op, a, b, c, d)                                                              \
+  op " %%zmm" #a ", (%[y])\n\t"                                                                    \
+  op " %%zmm" #b ", 64(%[y])\n\t"                                                                  \
+  op " %%zmm" #c ", 128(%[y])\n\t"                                                                 \
+  op " %%zmm" #d ", 192(%[y])\n\t"                                                                 \
+  "add %[ys], %[y]\n\t"
+#define BF_QUAD_STORES(op)                                                                         \
+  BF_QUAD_STORE(op, 0, 1, 2, 3) BF_QUAD_STORE(op, 4, 5, 6, 7) BF_QUAD_STORE(op, 8, 9, 10, 11)      \
+  BF_QUAD_STORE(op, 12, 13, 14, 15) BF_QUAD_STORE(op, 16, 17, 18, 19)                              \
+  BF_QUAD_STORE(op, 20, 21, 22, 23) BF_QUAD_STORE(op, 24, 25, 26, 27)
+// The forward's tile of 7 pixels by 4 vectors of output channels (two pairs of vectors, their
+// panels `pb` bytes apart) on AVX-512 in float, for the tiles whose pixels read only inside
+// their rows (ForwardTiles' `inside`): over the filter rows kh whose xk[kh] (pixel 0's first
+// input in that row) is not null, pixel p's sums take the row's `run` steps q, input
+// xk[kh][p * ps bytes + q] times the panels' vectors at w + (kh * run + q) * 128 bytes, in the
+// order of AddTapPixels (the bits of the compiled 7 x 2 tiles, a pair at a time). Pixel p's
+// four vectors are stored at y + p * ys bytes, past the caches when `nt`.
+//
+// 28 sums and the step's 4 filter vectors take all 32 registers, so the inputs are broadcast
+// inside the multiply-adds. Against the compiled 7 x 2 tiles, which read each input once per
+// pair and broadcast it into a register of its own (one pinned core, 3 + 3 processes alternated):
+// resnet_56x64's forward and input gradient (a forward at stride 1) 1.4% and 1.6% faster,
+// 28x128's 1.25% and 1.05%, the stride-2 forward 0.65%. A 14 x 2 tile in asm (one pair, 14
+// pixels) measured 0.5-1.5% slower than the compiled 7 x 2 with its inputs broadcast into
+// registers and about the same with them inside the multiply-adds.
+inline void QuadTileAvx512(const float* const* xk, int64_t rows, const float* w, int64_t pb,
+                           int64_t run, int64_t ps, float* y, int64_t ys, bool nt) {
+  const int64_t i1 = ps, i3 = 3 * ps, i5 = 5 * ps, row_bytes = run * 128, nt64 = nt ? 1 : 0;
+  const float* x = nullptr;
+  int64_t kh = 0, q = 0;
+  asm volatile(
+      ".irp r, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, "
+      "23, 24, 25, 26, 27\n\t"
+      "vpxord %%zmm\\r, %%zmm\\r, %%zmm\\r\n\t.endr\n\t"
+      "xor %k[kh], %k[kh]\n\t"
+      "1:\n\t"
+      "mov (%[xk], %[kh], 8), %[x]\n\t"
+      "test %[x], %[x]\n\t"
+      "jz 5f\n\t"
+      // Four steps a pass while four are left, then one at a time.
+      "mov %[run], %[q]\n\t"
+      "sub $4, %[q]\n\t"
+      "jl 7f\n\t"
+      "6:\n\t"
+      ".set bf_d, 0\n\t"
+      ".set bf_w, 0\n\t"
+      ".rept 4\n\t"
+      BF_QUAD_STEP
+      ".set bf_d, bf_d + 4\n\t"
+      ".set bf_w, bf_w + 128\n\t"
+      ".endr\n\t"
+      "add $16, %[x]\n\t"
+      "add $512, %[w]\n\t"
+      "sub $4, %[q]\n\t"
+      "jge 6b\n\t"
+      "7:\n\t"
+      "add $4, %[q]\n\t"
+      "jz 2f\n\t"
+      "8:\n\t"
+      ".set bf_d, 0\n\t"
+      ".set bf_w, 0\n\t"
+      BF_QUAD_STEP
+      "add $4, %[x]\n\t"
+      "add $128, %[w]\n\t"
+      "dec %[q]\n\t"
+      "jnz 8b\n\t"
+      "jmp 2f\n\t"
+      // A filter row outside the input: its panel rows skipped.
+      "5:\n\t"
+      "add %[row_bytes], %[w]\n\t"
+      "2:\n\t"
+      "inc %[kh]\n\t"
+      "cmp %[rows], %[kh]\n\t"
+      "jne 1b\n\t"
+      "cmpq $0, %[nt]\n\t"
+      "jz 3f\n\t"
+      BF_QUAD_STORES("vmovntps")
+      "jmp 4f\n\t"
+      "3:\n\t"
+      BF_QUAD_STORES("vmovups")
+      "4:\n\t"
+      : [w] "+r"(w), [x] "=&r"(x), [kh] "+&r"(kh), [q] "=&r"(q), [y] "+r"(y)
+      : [xk] "r"(xk), [pb] "r"(pb), [i1] "r"(i1), [i3] "r"(i3), [i5] "r"(i5), [ys] "r"(ys),
+        [rows] "m"(rows), [run] "m"(run), [row_bytes] "m"(row_bytes), [nt] "m"(nt64)
+      : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10",
+        "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20",
+        "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "zmm29", "zmm30",
+        "zmm31", "cc", "memory");
+}
+#undef BF_QUAD_STORES
+#undef BF_QUAD_STORE
+#undef BF_QUAD_STEP
+#undef BF_QUAD_PIXEL
+// clang-format on
+#endif
+
+// Whether compute type C and vector V have the tiles written in asm (QuadTileAvx512 and the
+// stem's StemTileAvx512): AVX-512 in float.
+template <typename C, typename V>
+#if defined(BF_CONV_ASM_TILES)
+constexpr bool kAsmTiles = std::is_same_v<C, float> && sizeof(V) == 64 && !kIsSplitVec<V>;
+#else
+constexpr bool kAsmTiles = false;
+#endif
+// The filter rows a QuadTileAvx512 takes at most (the pointers its caller gathers).
+constexpr int64_t kMaxQuadRows = 16;
+
+// Forward, output channels [grp*cog + j0, + blocks*NV*L) of one output row yrow:
 // y[ow, co] = sum over valid (kh, kw) and ci of x[iw(ow, kw), grp*cig + ci] * w[kh, kw, ci, co],
 // the input row of filter row kh at xrows[kh] (nullptr outside the input), the filter read from
-// its packed panels `wp`; `stream`: stored with StreamVec.
+// its packed panels `wp`; `stream`: stored with StreamVec. `blocks` (1 or 2) blocks of NV
+// vectors: with 2, the 7 x 2 tiles whose pixels read inside their rows take both blocks at once
+// in QuadTileAvx512, and the others one block after the other.
 //
 // With their operands in L1 the tiles' loops run at the FMA peak: giving every run twice its
 // steps took resnet_56x64 from 11.4 to 21.7 ms (10.3 ms for the loops' 1.85 GFLOP), so about a
@@ -146,7 +280,7 @@ void PackForwardFilterFrom(const ConvGeometry& g, const PanelSource<C>& src, Wor
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
                                  const C* __restrict wp, C* __restrict yrow, const C* zeros,
-                                 int64_t grp, int64_t j0, bool stream) {
+                                 int64_t grp, int64_t j0, bool stream, int64_t blocks) {
   using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C);
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
@@ -163,43 +297,59 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
   // of 3 channels are 49 runs of 3 otherwise). The sums' order is the same.
   const bool runs = cig == ci_all && g.dilation_w == 1;
   const int64_t run = g.filter_w * cig;
+  // A block's panels lie a whole panel of pairs after the previous block's.
+  const int64_t block_step = g.filter_h * run * 2 * L;
   for (int64_t ow0 = 0; ow0 < g.out_w; ow0 += P) {
-    Vec acc[P][NV];
-    ZeroTile(acc);
     const bool inside = runs && ow0 + P <= g.out_w && g.input_col(ow0, 0) >= 0 &&
                         g.input_col(ow0 + P - 1, g.filter_w - 1) < g.in_w;
-    for (int64_t kh = 0; kh < g.filter_h; ++kh) {
-      if (xrows[kh] == nullptr) continue;
-      const C* xrow = xrows[kh] + grp * cig;
-      if (inside) {
-        const C* xp[P];
-        for (int p = 0; p < P; ++p) xp[p] = xrow + g.input_col(ow0 + p, 0) * ci_all;
-        const C* wk[NV];
-        for (int k = 0; k < NV; ++k) wk[k] = panel[k] + kh * run * S;
-        AddTapPixels<0, 0>(xp, wk, run, acc, S);
+    if constexpr (kAsmTiles<C, V> && P == kWideP && NV == 2) {
+      if (blocks == 2 && inside && g.filter_h <= kMaxQuadRows) {
+        const C* xk[kMaxQuadRows];
+        const int64_t col = g.input_col(ow0, 0) * ci_all + grp * cig;
+        for (int64_t kh = 0; kh < g.filter_h; ++kh)
+          xk[kh] = xrows[kh] == nullptr ? nullptr : xrows[kh] + col;
+        constexpr auto kBytes = static_cast<int64_t>(sizeof(C));
+        QuadTileAvx512(xk, g.filter_h, panel[0], block_step * kBytes, run,
+                       g.stride_w * ci_all * kBytes, yrow + ow0 * co_all + co0, co_all * kBytes,
+                       stream);
         continue;
       }
-      for (int64_t kw = 0; kw < g.filter_w; ++kw) {
-        const int64_t off = g.pad_left - kw * g.dilation_w;
-        const C* xp[P];
-        for (int p = 0; p < P; ++p) {
-          const int64_t ow = ow0 + p, iw = ow * g.stride_w - off;
-          xp[p] = (ow < g.out_w && iw >= 0 && iw < g.in_w) ? xrow + iw * ci_all : zeros;
-        }
-        const int64_t tap = kh * g.filter_w + kw;
-        const C* wk[NV];
-        for (int k = 0; k < NV; ++k) wk[k] = panel[k] + tap * cig * S;
-        AddTap<C, V, P, NV>(xp, wk, cig, zeros, acc, S);
-      }
     }
-    for (int p = 0; p < P && ow0 + p < g.out_w; ++p)
-      for (int k = 0; k < NV; ++k)
-        PutVec(yrow + (ow0 + p) * co_all + co0 + k * L, acc[p][k], stream);
+    for (int64_t b = 0; b < blocks; ++b) {
+      Vec acc[P][NV];
+      ZeroTile(acc);
+      for (int64_t kh = 0; kh < g.filter_h; ++kh) {
+        if (xrows[kh] == nullptr) continue;
+        const C* xrow = xrows[kh] + grp * cig;
+        if (inside) {
+          const C* xp[P];
+          for (int p = 0; p < P; ++p) xp[p] = xrow + g.input_col(ow0 + p, 0) * ci_all;
+          const C* wk[NV];
+          for (int k = 0; k < NV; ++k) wk[k] = panel[k] + b * block_step + kh * run * S;
+          AddTapPixels<0, 0>(xp, wk, run, acc, S);
+          continue;
+        }
+        for (int64_t kw = 0; kw < g.filter_w; ++kw) {
+          const int64_t off = g.pad_left - kw * g.dilation_w;
+          const C* xp[P];
+          for (int p = 0; p < P; ++p) {
+            const int64_t ow = ow0 + p, iw = ow * g.stride_w - off;
+            xp[p] = (ow < g.out_w && iw >= 0 && iw < g.in_w) ? xrow + iw * ci_all : zeros;
+          }
+          const int64_t tap = kh * g.filter_w + kw;
+          const C* wk[NV];
+          for (int k = 0; k < NV; ++k) wk[k] = panel[k] + b * block_step + tap * cig * S;
+          AddTap<C, V, P, NV>(xp, wk, cig, zeros, acc, S);
+        }
+      }
+      for (int p = 0; p < P && ow0 + p < g.out_w; ++p)
+        for (int k = 0; k < NV; ++k)
+          PutVec(yrow + (ow0 + p) * co_all + co0 + (b * NV + k) * L, acc[p][k], stream);
+    }
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define BF_CONV_STEM_TILE 1
+#if defined(BF_CONV_ASM_TILES)
 // The ResNet stem's forward (7 x 7 filter, 3 input channels, stride 2) on AVX-512 in float: a
 // tile of NP pixels (12 or 4) by 2 vectors of output channels, summed over the filter rows kh
 // whose xk[kh] is not null (the input of the tile's first pixel in that row; each next pixel's
@@ -325,13 +475,6 @@ BF_TARGET_AVX512 inline void StageStemRow(const float* src, int64_t i0, int64_t 
 #undef BF_STEM_PIXEL
 #endif
 
-// Whether compute type C and vector V have StemTileAvx512, and whether g is a stem it computes.
-template <typename C, typename V>
-#if defined(BF_CONV_STEM_TILE)
-constexpr bool kStemTiles = std::is_same_v<C, float> && sizeof(V) == 64 && !kIsSplitVec<V>;
-#else
-constexpr bool kStemTiles = false;
-#endif
 // The stem StemTileAvx512 is written for: its filter size, input channels and column stride.
 constexpr int64_t kStemFilter = 7, kStemChannels = 3, kStemStride = 2;
 inline bool IsStem(const ConvGeometry& g) {
@@ -455,7 +598,7 @@ BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* const* xrows, co
     // would leave 7% of a 6-wide tile's columns empty; 112 leaves 2%.) The stem itself, in
     // float, takes the written-out tiles of 12 x 2 (ForwardStemTiles).
     if constexpr (NV == 2 && !kIsSplitVec<V>) {
-      if constexpr (kStemTiles<C, V>) {
+      if constexpr (kAsmTiles<C, V>) {
         // The pairs' panels lie at PanelOffset of the vector width; an odd last vector (a
         // panel of its own) and the channels after it take the tiles below.
         if (IsStem(g) && cog >= 2 * L &&
@@ -464,18 +607,23 @@ BF_CONV_INLINE void ForwardRowT(const ConvGeometry& g, const C* const* xrows, co
       }
       if (g.filter_in_depth < 8 && g.groups == 1)
         for (; j + 4 * L <= cog; j += 4 * L)
-          ForwardTiles<C, V, 6, 4>(g, xrows, w, yrow, zeros, grp, j, stream);
+          ForwardTiles<C, V, 6, 4>(g, xrows, w, yrow, zeros, grp, j, stream, 1);
     }
     for (; j + NV * L <= cog; j += NV * L) {
       if constexpr (NV >= 2) {
         if (wide) {
-          ForwardTiles<C, V, kWideP, NV>(g, xrows, w, yrow, zeros, grp, j, stream);
+          // Two pairs at a time where QuadTileAvx512 takes the tiles inside the rows.
+          const int64_t blocks =
+              kAsmTiles<C, V> && NV == 2 && j + int64_t{2} * NV * L <= cog ? 2 : 1;
+          ForwardTiles<C, V, kWideP, NV>(g, xrows, w, yrow, zeros, grp, j, stream, blocks);
+          j += (blocks - 1) * NV * L;
           continue;
         }
       }
-      ForwardTiles<C, V, P, NV>(g, xrows, w, yrow, zeros, grp, j, stream);
+      ForwardTiles<C, V, P, NV>(g, xrows, w, yrow, zeros, grp, j, stream, 1);
     }
-    for (; j + L <= cog; j += L) ForwardTiles<C, V, P, 1>(g, xrows, w, yrow, zeros, grp, j, stream);
+    for (; j + L <= cog; j += L)
+      ForwardTiles<C, V, P, 1>(g, xrows, w, yrow, zeros, grp, j, stream, 1);
     if (j < cog) ForwardRest<C>(g, xrows, hwio, yrow, oh, grp, j);
   }
   if (stream) StreamFence();

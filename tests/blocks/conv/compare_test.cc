@@ -867,6 +867,67 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
   EXPECT_EQ(checked, 11 * 4 * 3 * 2 * 3);
 }
 
+// With AVX-512 in float, the direct forward takes the 7-pixel tiles that read inside their rows
+// two pairs of output-channel vectors at once, in asm (QuadTileAvx512), and the other tiles a
+// pair at a time; each sum takes its products in the same order either way, and in the same
+// order as AVX2's compiled tiles: the two ISAs give the same bits. Rows of 21 to 28 output
+// pixels (in 7-pixel tiles, WideTiles) whose middle tiles read inside them, runs of a multiple of 4
+// steps and not, output channels in whole pairs of pairs, with a pair (96) or a vector (80) left
+// over, a filter row outside the input, stride 2, a 5 x 3 filter; and the stride-1 input gradient,
+// which runs as a forward of its input channels.
+TEST(QuadTiles, SameBitsAsTheCompiledTiles) {
+  struct Case {
+    int op;  // 0 forward, 1 input gradient
+    const char* padding;
+    int64_t h, w, c, co, fh, fw, stride;
+  };
+  const Case cases[] = {
+      {0, "SAME", 5, 21, 19, 64, 3, 3, 1},  {0, "SAME", 4, 28, 16, 96, 3, 3, 1},
+      {0, "VALID", 6, 30, 7, 80, 3, 3, 1},  {0, "SAME", 7, 42, 16, 64, 3, 3, 2},
+      {0, "VALID", 7, 23, 5, 128, 5, 3, 1}, {1, "SAME", 5, 21, 64, 24, 3, 3, 1},
+  };
+  std::mt19937_64 rng(56);
+  int compared = 0;
+  for (const Case& k : cases) {
+    Problem p;
+    p.padding = k.padding;
+    p.n = 2;
+    p.h = k.h;
+    p.w = k.w;
+    p.c = k.c;
+    p.cog = k.co;
+    p.fh = k.fh;
+    p.fw = k.fw;
+    p.sh = p.sw = k.stride;
+    Expected<Resolved> r = Resolve(p);
+    ASSERT_TRUE(r.ok()) << p.ToString();
+    const Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng);
+    const Tensor w = RandomTensor(DType::kFloat32, p.FilterShape(), rng);
+    const Tensor dy = RandomTensor(DType::kFloat32, OutputShape(r->attrs, r->geometry), rng);
+    const std::string what = p.ToString() + " op " + std::to_string(k.op);
+    Expected<Tensor> ref = RunOp(KernelKind::kReference, k.op, *r, x, w, dy, 1);
+    ASSERT_TRUE(ref.ok()) << what;
+    for (int threads : {1, 2}) {
+      internal::SetIsaForTesting(internal::Isa::kAvx2);
+      const bool avx2 = internal::ActiveIsa() == internal::Isa::kAvx2;
+      Expected<Tensor> compiled = RunOp(KernelKind::kOptimized, k.op, *r, x, w, dy, threads);
+      internal::SetIsaForTesting(internal::Isa::kAvx512);
+      const bool avx512 = internal::ActiveIsa() == internal::Isa::kAvx512;
+      Expected<Tensor> quad = RunOp(KernelKind::kOptimized, k.op, *r, x, w, dy, threads);
+      ASSERT_TRUE(compiled.ok() && quad.ok()) << what;
+      EXPECT_TRUE(TensorsClose(*ref, *quad, what)) << what;
+      if (avx2 && avx512) {
+        EXPECT_TRUE(quad->BitwiseEquals(*compiled)) << what << " threads " << threads;
+        ++compared;
+      }
+    }
+  }
+  // Both ISAs ran wherever the CPU has AVX-512 (where the asm tiles run at all).
+  if (internal::ActiveIsa() == internal::Isa::kAvx512) {
+    EXPECT_EQ(compared, 12);
+  }
+}
+
 // The depthwise NCHW filter gradient sums each tap over flat rows a vector at a time, the last
 // vector of a row reaching into the next row's pixels: those lanes are masked in both operands,
 // so that an infinity in a column no output pairs with a tap adds nothing to that tap (as in the
