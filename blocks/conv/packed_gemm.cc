@@ -268,6 +268,124 @@ struct PanelB {
   int64_t ld = 0;
 };
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BF_GEMM_ASM_TILE 1
+// clang-format off
+// Row r's products for one step: its value of A (at displacement bf_d from its row pointer,
+// indexed by k) broadcast inside each fused multiply-add, times the step's four vectors of B.
+#define BF_GT_ROW(a, r0, r1, r2, r3)                                                               \
+  "vfmadd231ps bf_d(%[" a "], %[k], 4)%{1to16%}, %%zmm24, %%zmm" #r0 "\n\t"                        \
+  "vfmadd231ps bf_d(%[" a "], %[k], 4)%{1to16%}, %%zmm25, %%zmm" #r1 "\n\t"                        \
+  "vfmadd231ps bf_d(%[" a "], %[k], 4)%{1to16%}, %%zmm26, %%zmm" #r2 "\n\t"                        \
+  "vfmadd231ps bf_d(%[" a "], %[k], 4)%{1to16%}, %%zmm27, %%zmm" #r3 "\n\t"
+#define BF_GT_STEP                                                                                 \
+  "vmovups bf_w(%[b]), %%zmm24\n\t"                                                                \
+  "vmovups bf_w + 64(%[b]), %%zmm25\n\t"                                                           \
+  "vmovups bf_w + 128(%[b]), %%zmm26\n\t"                                                          \
+  "vmovups bf_w + 192(%[b]), %%zmm27\n\t"                                                          \
+  BF_GT_ROW("a0", 0, 1, 2, 3) BF_GT_ROW("a1", 4, 5, 6, 7) BF_GT_ROW("a2", 8, 9, 10, 11)            \
+  BF_GT_ROW("a3", 12, 13, 14, 15) BF_GT_ROW("a4", 16, 17, 18, 19) BF_GT_ROW("a5", 20, 21, 22, 23)
+#define BF_GT_STORE_ROW(op, r0, r1, r2, r3)                                                        \
+  op " %%zmm" #r0 ", (%[c])\n\t"                                                                   \
+  op " %%zmm" #r1 ", 64(%[c])\n\t"                                                                 \
+  op " %%zmm" #r2 ", 128(%[c])\n\t"                                                                \
+  op " %%zmm" #r3 ", 192(%[c])\n\t"                                                                \
+  "add %[ldc], %[c]\n\t"
+#define BF_GT_ADD_ROW(r0, r1, r2, r3)                                                              \
+  "vaddps (%[c]), %%zmm" #r0 ", %%zmm" #r0 "\n\t"                                                  \
+  "vaddps 64(%[c]), %%zmm" #r1 ", %%zmm" #r1 "\n\t"                                                \
+  "vaddps 128(%[c]), %%zmm" #r2 ", %%zmm" #r2 "\n\t"                                               \
+  "vaddps 192(%[c]), %%zmm" #r3 ", %%zmm" #r3 "\n\t"                                               \
+  BF_GT_STORE_ROW("vmovups", r0, r1, r2, r3)
+#define BF_GT_ROWS(M)                                                                              \
+  M(0, 1, 2, 3) M(4, 5, 6, 7) M(8, 9, 10, 11) M(12, 13, 14, 15) M(16, 17, 18, 19) M(20, 21, 22, 23)
+#define BF_GT_NT(r0, r1, r2, r3) BF_GT_STORE_ROW("vmovntps", r0, r1, r2, r3)
+#define BF_GT_PLAIN(r0, r1, r2, r3) BF_GT_STORE_ROW("vmovups", r0, r1, r2, r3)
+// clang-format on
+// MicroTile's 6 x 4 tile on AVX-512 in float, A's rows read in place and B from its packed
+// panel, for whole tiles: c[r, j] (+)= sum over k < kc of arows[r][k] * bp[k * 64 + j], the
+// products in MicroTile's order (the same bits); `accumulate` adds to what c holds, else stored
+// past the caches when `nt`. As MicroTile compiles it, each value of A is broadcast into a
+// register and the register multiplied by B's four vectors; here the broadcasts go inside the
+// multiply-adds ({1to16}), as in the direct forward's QuadTileAvx512. The builds before and
+// after alternated, 4 + 4 processes on one pinned core, 3 + 3 on two threads: the 1x1 layer's
+// forward 1.8% / 1.4% faster, its input gradient 0.7% / 1.4%, fc6's forward 0.7% / 1.6% and its
+// input gradient 0.3% / 1.0% (medians).
+inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float* bp, float* c,
+                              int64_t ldc, bool accumulate, bool nt) {
+  const float *a0 = arows[0], *a1 = arows[1], *a2 = arows[2], *a3 = arows[3], *a4 = arows[4],
+              *a5 = arows[5];
+  const int64_t mode = accumulate ? 1 : nt ? 2 : 0, ldc_bytes = ldc * 4;
+  int64_t k = 0;
+  asm volatile(
+      ".irp r, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, "
+      "23\n\t"
+      "vpxord %%zmm\\r, %%zmm\\r, %%zmm\\r\n\t.endr\n\t"
+      "xor %k[k], %k[k]\n\t"
+      "sub $4, %[kc]\n\t"
+      "jl 7f\n\t"
+      "6:\n\t"
+      ".set bf_d, 0\n\t"
+      ".set bf_w, 0\n\t"
+      ".rept 4\n\t"
+      BF_GT_STEP
+      ".set bf_d, bf_d + 4\n\t"
+      ".set bf_w, bf_w + 256\n\t"
+      ".endr\n\t"
+      "add $4, %[k]\n\t"
+      "add $1024, %[b]\n\t"
+      "cmp %[kc], %[k]\n\t"
+      "jle 6b\n\t"
+      "7:\n\t"
+      "add $4, %[kc]\n\t"
+      "cmp %[kc], %[k]\n\t"
+      "je 2f\n\t"
+      "8:\n\t"
+      ".set bf_d, 0\n\t"
+      ".set bf_w, 0\n\t"
+      BF_GT_STEP
+      "inc %[k]\n\t"
+      "add $256, %[b]\n\t"
+      "cmp %[kc], %[k]\n\t"
+      "jne 8b\n\t"
+      "2:\n\t"
+      "cmpq $1, %[mode]\n\t"
+      "je 3f\n\t"
+      "cmpq $2, %[mode]\n\t"
+      "je 4f\n\t"
+      BF_GT_ROWS(BF_GT_PLAIN)
+      "jmp 5f\n\t"
+      "3:\n\t"
+      BF_GT_ROWS(BF_GT_ADD_ROW)
+      "jmp 5f\n\t"
+      "4:\n\t"
+      BF_GT_ROWS(BF_GT_NT)
+      "5:\n\t"
+      : [k] "=&r"(k), [kc] "+r"(kc), [b] "+r"(bp), [c] "+r"(c)
+      : [a0] "r"(a0), [a1] "r"(a1), [a2] "r"(a2), [a3] "r"(a3), [a4] "r"(a4), [a5] "r"(a5),
+        [ldc] "r"(ldc_bytes), [mode] "m"(mode)
+      : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10",
+        "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20",
+        "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "cc", "memory");
+}
+#undef BF_GT_PLAIN
+#undef BF_GT_NT
+#undef BF_GT_ROWS
+#undef BF_GT_ADD_ROW
+#undef BF_GT_STORE_ROW
+#undef BF_GT_STEP
+#undef BF_GT_ROW
+#endif
+// Whether GemmTile6x4Avx512 computes MicroTile's tiles of compute type C, vector V, MR rows and
+// NV vectors of B.
+template <typename C, typename V, int MR, int NV>
+#if defined(BF_GEMM_ASM_TILE)
+constexpr bool kGemmAsmTile = std::is_same_v<C, float> && sizeof(V) == 64 &&
+                              !kIsSplitVec<V> && MR == 6 && NV == 4;
+#else
+constexpr bool kGemmAsmTile = false;
+#endif
+
 // One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k a[r][k] * b[k][j], only
 // the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds; `stream`:
 // a whole tile that does not accumulate stored with StreamVec.
@@ -437,6 +555,12 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
                                                     cols, pc > 0, stream);
               }
             } else if (in_place) {
+              if constexpr (kGemmAsmTile<C, V, MR, NV>) {
+                if (rows == MR && cols == NR) {
+                  GemmTile6x4Avx512(kc, rowp, panel.bp, c_tile, ldc, pc > 0, stream);
+                  continue;
+                }
+              }
               MicroTile<C, V, MR, NV, false, false>(kc, nullptr, rowp, panel, c_tile, ldc, rows,
                                                     cols, pc > 0, stream);
             } else {

@@ -874,17 +874,27 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
 // pixels (in 7-pixel tiles, WideTiles) whose middle tiles read inside them, runs of a multiple of 4
 // steps and not, output channels in whole pairs of pairs, with a pair (96) or a vector (80) left
 // over, a filter row outside the input, stride 2, a 5 x 3 filter; and the stride-1 input gradient,
-// which runs as a forward of its input channels.
-TEST(QuadTiles, SameBitsAsTheCompiledTiles) {
+// which runs as a forward of its input channels. Likewise the packed GEMM's tiles of A's rows
+// read in place by B's packed panels.
+TEST(AsmTiles, SameBitsAsTheCompiledTiles) {
   struct Case {
     int op;  // 0 forward, 1 input gradient
     const char* padding;
     int64_t h, w, c, co, fh, fw, stride;
   };
   const Case cases[] = {
-      {0, "SAME", 5, 21, 19, 64, 3, 3, 1},  {0, "SAME", 4, 28, 16, 96, 3, 3, 1},
-      {0, "VALID", 6, 30, 7, 80, 3, 3, 1},  {0, "SAME", 7, 42, 16, 64, 3, 3, 2},
-      {0, "VALID", 7, 23, 5, 128, 5, 3, 1}, {1, "SAME", 5, 21, 64, 24, 3, 3, 1},
+      {0, "SAME", 5, 21, 19, 64, 3, 3, 1},
+      {0, "SAME", 4, 28, 16, 96, 3, 3, 1},
+      {0, "VALID", 6, 30, 7, 80, 3, 3, 1},
+      {0, "SAME", 7, 42, 16, 64, 3, 3, 2},
+      {0, "VALID", 7, 23, 5, 128, 5, 3, 1},
+      {1, "SAME", 5, 21, 64, 24, 3, 3, 1},
+      // The packed GEMM's 6 x 4 tile in asm (GemmTile6x4Avx512): a 1x1 layer (k 300: a block
+      // of 256 and one of 44 added to it; 100 columns: one whole 64-wide tile), its input
+      // gradient, and a 3x3 VALID layer on 6 x 6 images of 64 channels (fc6 cut down).
+      {0, "VALID", 4, 9, 300, 100, 1, 1, 1},
+      {1, "VALID", 4, 9, 100, 300, 1, 1, 1},
+      {0, "VALID", 6, 6, 64, 130, 3, 3, 1},
   };
   std::mt19937_64 rng(56);
   int compared = 0;
@@ -924,7 +934,7 @@ TEST(QuadTiles, SameBitsAsTheCompiledTiles) {
   }
   // Both ISAs ran wherever the CPU has AVX-512 (where the asm tiles run at all).
   if (internal::ActiveIsa() == internal::Isa::kAvx512) {
-    EXPECT_EQ(compared, 12);
+    EXPECT_EQ(compared, 18);
   }
 }
 
