@@ -899,16 +899,16 @@ TEST(AsmTiles, SameBitsAsTheCompiledTiles) {
   std::mt19937_64 rng(56);
   int compared = 0;
   for (const Case& k : cases) {
-    Problem p;
-    p.padding = k.padding;
-    p.n = 2;
-    p.h = k.h;
-    p.w = k.w;
-    p.c = k.c;
-    p.cog = k.co;
-    p.fh = k.fh;
-    p.fw = k.fw;
-    p.sh = p.sw = k.stride;
+    const Problem p{.padding = k.padding,
+                    .n = 2,
+                    .h = k.h,
+                    .w = k.w,
+                    .c = k.c,
+                    .fh = k.fh,
+                    .fw = k.fw,
+                    .cog = k.co,
+                    .sh = k.stride,
+                    .sw = k.stride};
     Expected<Resolved> r = Resolve(p);
     ASSERT_TRUE(r.ok()) << p.ToString();
     const Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng);
