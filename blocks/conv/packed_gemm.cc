@@ -304,7 +304,8 @@ struct PanelB {
 // clang-format on
 // MicroTile's 6 x 4 tile on AVX-512 in float, A's rows read in place and B from its packed
 // panel, for whole tiles: c[r, j] (+)= sum over k < kc of arows[r][k] * bp[k * 64 + j], the
-// products in MicroTile's order (the same bits); `accumulate` adds to what c holds, else stored
+// products fused into the sums in MicroTile's order (its bits, where the compiler fuses its
+// multiply-adds, as GCC does); `accumulate` adds to what c holds, else stored
 // past the caches when `nt`. As MicroTile compiles it, each value of A is broadcast into a
 // register and the register multiplied by B's four vectors; here the broadcasts go inside the
 // multiply-adds ({1to16}), as in the direct forward's QuadTileAvx512. The builds before and
