@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "blocks/conv/asm_tiles.h"
 #include "blocks/conv/optimized_util.h"
 #include "blocks/conv/packed_gemm.h"
 #include "blocks/conv/row_rings.h"
@@ -128,8 +129,7 @@ void PackForwardFilterFrom(const ConvGeometry& g, const PanelSource<C>& src, Wor
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define BF_CONV_ASM_TILES 1
+#if defined(BF_CONV_ASM_TILES)
 // clang-format off
 // Pixel p's products for one step: its input at displacement bf_d from `addr`, broadcast inside
 // each fused multiply-add ({1to16}), times the step's four filter vectors zmm28-31.
@@ -153,16 +153,10 @@ void PackForwardFilterFrom(const ConvGeometry& g, const PanelSource<C>& src, Wor
   BF_QUAD_PIXEL("(%[x], %[i1], 4)", 16, 17, 18, 19)                                                \
   BF_QUAD_PIXEL("(%[x], %[i5])", 20, 21, 22, 23)                                                   \
   BF_QUAD_PIXEL("(%[x], %[i3], 2)", 24, 25, 26, 27)
-#define BF_QUAD_STORE(op, a, b, c, d)                                                              \
-  op " %%zmm" #a ", (%[y])\n\t"                                                                    \
-  op " %%zmm" #b ", 64(%[y])\n\t"                                                                  \
-  op " %%zmm" #c ", 128(%[y])\n\t"                                                                 \
-  op " %%zmm" #d ", 192(%[y])\n\t"                                                                 \
-  "add %[ys], %[y]\n\t"
 #define BF_QUAD_STORES(op)                                                                         \
-  BF_QUAD_STORE(op, 0, 1, 2, 3) BF_QUAD_STORE(op, 4, 5, 6, 7) BF_QUAD_STORE(op, 8, 9, 10, 11)      \
-  BF_QUAD_STORE(op, 12, 13, 14, 15) BF_QUAD_STORE(op, 16, 17, 18, 19)                              \
-  BF_QUAD_STORE(op, 20, 21, 22, 23) BF_QUAD_STORE(op, 24, 25, 26, 27)
+  BF_ASM_STORE4(op, 0, 1, 2, 3) BF_ASM_STORE4(op, 4, 5, 6, 7) BF_ASM_STORE4(op, 8, 9, 10, 11)      \
+  BF_ASM_STORE4(op, 12, 13, 14, 15) BF_ASM_STORE4(op, 16, 17, 18, 19)                              \
+  BF_ASM_STORE4(op, 20, 21, 22, 23) BF_ASM_STORE4(op, 24, 25, 26, 27)
 // The forward's tile of 7 pixels by 4 vectors of output channels (two pairs of vectors, their
 // panels `pb` bytes apart) on AVX-512 in float, for the tiles whose pixels read only inside
 // their rows (ForwardTiles' `inside`): over the filter rows kh whose xk[kh] (pixel 0's first
@@ -185,9 +179,8 @@ inline void QuadTileAvx512(const float* const* xk, int64_t rows, const float* w,
   const float* x = nullptr;
   int64_t kh = 0, q = 0;
   asm volatile(
-      ".irp r, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, "
-      "23, 24, 25, 26, 27\n\t"
-      "vpxord %%zmm\\r, %%zmm\\r, %%zmm\\r\n\t.endr\n\t"
+      BF_ASM_ZERO("0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, "
+                  "22, 23, 24, 25, 26, 27")
       "xor %k[kh], %k[kh]\n\t"
       "1:\n\t"
       "mov (%[xk], %[kh], 8), %[x]\n\t"
@@ -244,20 +237,11 @@ inline void QuadTileAvx512(const float* const* xk, int64_t rows, const float* w,
         "zmm31", "cc", "memory");
 }
 #undef BF_QUAD_STORES
-#undef BF_QUAD_STORE
 #undef BF_QUAD_STEP
 #undef BF_QUAD_PIXEL
 // clang-format on
 #endif
 
-// Whether compute type C and vector V have the tiles written in asm (QuadTileAvx512 and the
-// stem's StemTileAvx512): AVX-512 in float.
-template <typename C, typename V>
-#if defined(BF_CONV_ASM_TILES)
-constexpr bool kAsmTiles = std::is_same_v<C, float> && sizeof(V) == 64 && !kIsSplitVec<V>;
-#else
-constexpr bool kAsmTiles = false;
-#endif
 // The filter rows a QuadTileAvx512 takes at most (the pointers its caller gathers).
 constexpr int64_t kMaxQuadRows = 16;
 
@@ -396,8 +380,7 @@ BF_CONV_INLINE void ForwardTiles(const ConvGeometry& g, const C* const* xrows,
   BF_STEM_STORE(op, 6, 7)
 #define BF_STEM_TILE_ASM(regs, pixels, nt_stores, stores)                                          \
   asm volatile(                                                                                    \
-      ".irp r, " regs "\n\t"                                                                       \
-      "vpxord %%zmm\\r, %%zmm\\r, %%zmm\\r\n\t.endr\n\t"                                           \
+      BF_ASM_ZERO(regs)                                                                            \
       "xor %k[kh], %k[kh]\n\t"                                                                     \
       "1:\n\t"                                                                                     \
       "mov (%[xk], %[kh], 8), %[x]\n\t"                                                            \

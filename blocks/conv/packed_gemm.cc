@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "blocks/conv/asm_tiles.h"
 #include "blocks/conv/convert.h"
 #include "blocks/conv/isa.h"
 #include "blocks/conv/layout.h"
@@ -268,8 +269,7 @@ struct PanelB {
   int64_t ld = 0;
 };
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define BF_GEMM_ASM_TILE 1
+#if defined(BF_CONV_ASM_TILES)
 // clang-format off
 // Row r's products for one step: its value of A (at displacement bf_d from its row pointer,
 // indexed by k) broadcast inside each fused multiply-add, times the step's four vectors of B.
@@ -285,22 +285,16 @@ struct PanelB {
   "vmovups bf_w + 192(%[b]), %%zmm27\n\t"                                                          \
   BF_GT_ROW("a0", 0, 1, 2, 3) BF_GT_ROW("a1", 4, 5, 6, 7) BF_GT_ROW("a2", 8, 9, 10, 11)            \
   BF_GT_ROW("a3", 12, 13, 14, 15) BF_GT_ROW("a4", 16, 17, 18, 19) BF_GT_ROW("a5", 20, 21, 22, 23)
-#define BF_GT_STORE_ROW(op, r0, r1, r2, r3)                                                        \
-  op " %%zmm" #r0 ", (%[c])\n\t"                                                                   \
-  op " %%zmm" #r1 ", 64(%[c])\n\t"                                                                 \
-  op " %%zmm" #r2 ", 128(%[c])\n\t"                                                                \
-  op " %%zmm" #r3 ", 192(%[c])\n\t"                                                                \
-  "add %[ldc], %[c]\n\t"
 #define BF_GT_ADD_ROW(r0, r1, r2, r3)                                                              \
-  "vaddps (%[c]), %%zmm" #r0 ", %%zmm" #r0 "\n\t"                                                  \
-  "vaddps 64(%[c]), %%zmm" #r1 ", %%zmm" #r1 "\n\t"                                                \
-  "vaddps 128(%[c]), %%zmm" #r2 ", %%zmm" #r2 "\n\t"                                               \
-  "vaddps 192(%[c]), %%zmm" #r3 ", %%zmm" #r3 "\n\t"                                               \
-  BF_GT_STORE_ROW("vmovups", r0, r1, r2, r3)
+  "vaddps (%[y]), %%zmm" #r0 ", %%zmm" #r0 "\n\t"                                                  \
+  "vaddps 64(%[y]), %%zmm" #r1 ", %%zmm" #r1 "\n\t"                                                \
+  "vaddps 128(%[y]), %%zmm" #r2 ", %%zmm" #r2 "\n\t"                                               \
+  "vaddps 192(%[y]), %%zmm" #r3 ", %%zmm" #r3 "\n\t"                                               \
+  BF_ASM_STORE4("vmovups", r0, r1, r2, r3)
 #define BF_GT_ROWS(M)                                                                              \
   M(0, 1, 2, 3) M(4, 5, 6, 7) M(8, 9, 10, 11) M(12, 13, 14, 15) M(16, 17, 18, 19) M(20, 21, 22, 23)
-#define BF_GT_NT(r0, r1, r2, r3) BF_GT_STORE_ROW("vmovntps", r0, r1, r2, r3)
-#define BF_GT_PLAIN(r0, r1, r2, r3) BF_GT_STORE_ROW("vmovups", r0, r1, r2, r3)
+#define BF_GT_NT(r0, r1, r2, r3) BF_ASM_STORE4("vmovntps", r0, r1, r2, r3)
+#define BF_GT_PLAIN(r0, r1, r2, r3) BF_ASM_STORE4("vmovups", r0, r1, r2, r3)
 // clang-format on
 // MicroTile's 6 x 4 tile on AVX-512 in float, A's rows read in place and B from its packed
 // panel, for whole tiles: c[r, j] (+)= sum over k < kc of arows[r][k] * bp[k * 64 + j], the
@@ -319,9 +313,8 @@ inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float
   const int64_t mode = accumulate ? 1 : nt ? 2 : 0, ldc_bytes = ldc * 4;
   int64_t k = 0;
   asm volatile(
-      ".irp r, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, "
-      "23\n\t"
-      "vpxord %%zmm\\r, %%zmm\\r, %%zmm\\r\n\t.endr\n\t"
+      BF_ASM_ZERO("0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, "
+                  "22, 23")
       "xor %k[k], %k[k]\n\t"
       "sub $4, %[kc]\n\t"
       "jl 7f\n\t"
@@ -362,9 +355,9 @@ inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float
       "4:\n\t"
       BF_GT_ROWS(BF_GT_NT)
       "5:\n\t"
-      : [k] "=&r"(k), [kc] "+r"(kc), [b] "+r"(bp), [c] "+r"(c)
+      : [k] "=&r"(k), [kc] "+r"(kc), [b] "+r"(bp), [y] "+r"(c)
       : [a0] "r"(a0), [a1] "r"(a1), [a2] "r"(a2), [a3] "r"(a3), [a4] "r"(a4), [a5] "r"(a5),
-        [ldc] "r"(ldc_bytes), [mode] "m"(mode)
+        [ys] "r"(ldc_bytes), [mode] "m"(mode)
       : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10",
         "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20",
         "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "cc", "memory");
@@ -373,18 +366,8 @@ inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float
 #undef BF_GT_NT
 #undef BF_GT_ROWS
 #undef BF_GT_ADD_ROW
-#undef BF_GT_STORE_ROW
 #undef BF_GT_STEP
 #undef BF_GT_ROW
-#endif
-// Whether GemmTile6x4Avx512 computes MicroTile's tiles of compute type C, vector V, MR rows and
-// NV vectors of B.
-template <typename C, typename V, int MR, int NV>
-#if defined(BF_GEMM_ASM_TILE)
-constexpr bool kGemmAsmTile = std::is_same_v<C, float> && sizeof(V) == 64 &&
-                              !kIsSplitVec<V> && MR == 6 && NV == 4;
-#else
-constexpr bool kGemmAsmTile = false;
 #endif
 
 // One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k a[r][k] * b[k][j], only
@@ -556,7 +539,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
                                                     cols, pc > 0, stream);
               }
             } else if (in_place) {
-              if constexpr (kGemmAsmTile<C, V, MR, NV>) {
+              if constexpr (kAsmTiles<C, V> && MR == 6 && NV == 4) {
                 if (rows == MR && cols == NR) {
                   GemmTile6x4Avx512(kc, rowp, panel.bp, c_tile, ldc, pc > 0, stream);
                   continue;
