@@ -163,8 +163,8 @@ void PackForwardFilterFrom(const ConvGeometry& g, const PanelSource<C>& src, Wor
 // input in that row) is not null, pixel p's sums take the row's `run` steps q, input
 // xk[kh][p * ps bytes + q] times the panels' vectors at w + (kh * run + q) * 128 bytes, fused
 // multiply-adds in the order of AddTapPixels (the bits of the compiled 7 x 2 tiles, a pair at a
-// time, where the compiler fuses their multiply-adds, as GCC does). Pixel p's four vectors are
-// stored at y + p * ys bytes, past the caches when `nt`.
+// time, and of AVX2's). Pixel p's four vectors are stored at y + p * ys bytes, past the caches
+// when `nt`.
 //
 // 28 sums and the step's 4 filter vectors take all 32 registers, so the inputs are broadcast
 // inside the multiply-adds. Against the compiled 7 x 2 tiles, which read each input once per

@@ -77,19 +77,61 @@ struct SplitVec {
   typedef C Part __attribute__((vector_size(64 / Parts)));
   Part part[Parts];
 
+  /// A product of two SplitVecs (B = SplitVec) or of one and a scalar (B = C), left unevaluated
+  /// until a sum takes it (`acc += a * b`) or a SplitVec is made of it: each part's multiply and
+  /// add are then one expression, which clang fuses (its default -ffp-contract=on contracts
+  /// within an expression, at every optimization level), as GCC fuses them across statements
+  /// and as both fuse the AVX-512 kernels' single vectors. With the multiply in one operator and
+  /// the add in another, clang's sanitizer build (-O1, the sums kept in memory) left them
+  /// apart, and its AVX2 kernels rounded differently from its AVX-512 ones and the asm tiles.
+  /// (-ffp-contract=fast did not help there: it leaves the fusing to the code generator, which
+  /// does not fuse through memory.) GCC's AVX2 results are the same bits as before.
+  template <typename B>
+  struct Product {
+    const SplitVec& a;
+    const B& b;
+    BF_CONV_INLINE Part At(int i) const {
+      if constexpr (std::is_same_v<B, C>) {
+        return a.part[i] * b;
+      } else {
+        return a.part[i] * b.part[i];
+      }
+    }
+    BF_CONV_INLINE operator SplitVec() const {  // NOLINT(google-explicit-constructor)
+      SplitVec r;
+      for (int i = 0; i < Parts; ++i) r.part[i] = At(i);
+      return r;
+    }
+  };
+
   BF_CONV_INLINE SplitVec& operator+=(const SplitVec& o) {
     for (int i = 0; i < Parts; ++i) part[i] += o.part[i];
     return *this;
   }
+  template <typename B>
+  BF_CONV_INLINE SplitVec& operator+=(const Product<B>& p) {
+    for (int i = 0; i < Parts; ++i) {
+      if constexpr (std::is_same_v<B, C>) {
+        part[i] += p.a.part[i] * p.b;
+      } else {
+        part[i] += p.a.part[i] * p.b.part[i];
+      }
+    }
+    return *this;
+  }
   friend BF_CONV_INLINE SplitVec operator+(SplitVec a, const SplitVec& b) { return a += b; }
-  friend BF_CONV_INLINE SplitVec operator*(SplitVec a, const SplitVec& b) {
-    for (int i = 0; i < Parts; ++i) a.part[i] *= b.part[i];
-    return a;
+  template <typename B>
+  friend BF_CONV_INLINE SplitVec operator+(SplitVec a, const Product<B>& b) {
+    return a += b;
   }
-  friend BF_CONV_INLINE SplitVec operator*(SplitVec a, C s) {
-    for (int i = 0; i < Parts; ++i) a.part[i] *= s;
-    return a;
+  template <typename B>
+  friend BF_CONV_INLINE SplitVec operator+(const Product<B>& a, SplitVec b) {
+    return b += a;
   }
+  friend BF_CONV_INLINE Product<SplitVec> operator*(const SplitVec& a, const SplitVec& b) {
+    return {a, b};
+  }
+  friend BF_CONV_INLINE Product<C> operator*(const SplitVec& a, const C& s) { return {a, s}; }
 };
 
 /// The 64-byte vector of C that the kernels compiled for ISA `I` compute with: a generic vector

@@ -298,14 +298,13 @@ struct PanelB {
 // clang-format on
 // MicroTile's 6 x 4 tile on AVX-512 in float, A's rows read in place and B from its packed
 // panel, for whole tiles: c[r, j] (+)= sum over k < kc of arows[r][k] * bp[k * 64 + j], the
-// products fused into the sums in MicroTile's order (its bits, where the compiler fuses its
-// multiply-adds, as GCC does); `accumulate` adds to what c holds, else stored
-// past the caches when `nt`. As MicroTile compiles it, each value of A is broadcast into a
-// register and the register multiplied by B's four vectors; here the broadcasts go inside the
-// multiply-adds ({1to16}), as in the direct forward's QuadTileAvx512. The builds before and
-// after alternated, 4 + 4 processes on one pinned core, 3 + 3 on two threads: the 1x1 layer's
-// forward 1.8% / 1.4% faster, its input gradient 0.7% / 1.4%, fc6's forward 0.7% / 1.6% and its
-// input gradient 0.3% / 1.0% (medians).
+// products fused into the sums in MicroTile's order (its bits, and AVX2's); `accumulate` adds
+// to what c holds, else stored past the caches when `nt`. As MicroTile compiles it, each value of A
+// is broadcast into a register and the register multiplied by B's four vectors; here the broadcasts
+// go inside the multiply-adds ({1to16}), as in the direct forward's QuadTileAvx512. The builds
+// before and after alternated, 4 + 4 processes on one pinned core, 3 + 3 on two threads: the 1x1
+// layer's forward 1.8% / 1.4% faster, its input gradient 0.7% / 1.4%, fc6's forward 0.7% / 1.6% and
+// its input gradient 0.3% / 1.0% (medians).
 inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float* bp, float* c,
                               int64_t ldc, bool accumulate, bool nt) {
   const float *a0 = arows[0], *a1 = arows[1], *a2 = arows[2], *a3 = arows[3], *a4 = arows[4],

@@ -875,15 +875,9 @@ TEST(NchwAgainstNhwc, BitwiseEqualAfterTransposition) {
 // steps and not, output channels in whole pairs of pairs, with a pair (96) or a vector (80) left
 // over, a filter row outside the input, stride 2, a 5 x 3 filter; and the stride-1 input gradient,
 // which runs as a forward of its input channels. Likewise the packed GEMM's tiles of A's rows
-// read in place by B's packed panels. The bits are compared where the compiled tiles fuse each
-// product into its sum, as the asm does: in GCC's builds. Built by clang (the sanitizer build),
-// AVX2 and AVX-512 round differently even on rows no asm tile takes (23 pixels, 4-pixel tiles),
-// and there both are checked against the reference only.
-#if defined(__clang__)
-constexpr bool kCompiledTilesFuse = false;
-#else
-constexpr bool kCompiledTilesFuse = true;
-#endif
+// read in place by B's packed panels. The compiled tiles fuse each product into its sum, as the
+// asm does, in GCC's builds and clang's alike (SplitVec::Product; before it, clang's -O1
+// sanitizer build rounded AVX2 and AVX-512 differently even on rows no asm tile takes).
 TEST(AsmTiles, SameBitsAsTheCompiledTiles) {
   struct Case {
     int op;  // 0 forward, 1 input gradient
@@ -935,14 +929,14 @@ TEST(AsmTiles, SameBitsAsTheCompiledTiles) {
       ASSERT_TRUE(compiled.ok() && quad.ok()) << what;
       EXPECT_TRUE(TensorsClose(*ref, *compiled, what)) << what;
       EXPECT_TRUE(TensorsClose(*ref, *quad, what)) << what;
-      if (kCompiledTilesFuse && avx2 && avx512) {
+      if (avx2 && avx512) {
         EXPECT_TRUE(quad->BitwiseEquals(*compiled)) << what << " threads " << threads;
         ++compared;
       }
     }
   }
   // Both ISAs ran wherever the CPU has AVX-512 (where the asm tiles run at all).
-  if (kCompiledTilesFuse && internal::ActiveIsa() == internal::Isa::kAvx512) {
+  if (internal::ActiveIsa() == internal::Isa::kAvx512) {
     EXPECT_EQ(compared, 18);
   }
 }
