@@ -85,7 +85,9 @@ struct SplitVec {
   /// the add in another, clang's sanitizer build (-O1, the sums kept in memory) left them
   /// apart, and its AVX2 kernels rounded differently from its AVX-512 ones and the asm tiles.
   /// (-ffp-contract=fast did not help there: it leaves the fusing to the code generator, which
-  /// does not fuse through memory.) GCC's AVX2 results are the same bits as before.
+  /// does not fuse through memory.) GCC's AVX2 results are the same bits as before. A Product
+  /// refers to its operands: it lives within the expression that makes it (name a SplitVec, not
+  /// an `auto`, to keep a product).
   template <typename B>
   struct Product {
     const SplitVec& a;
