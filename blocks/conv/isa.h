@@ -112,6 +112,7 @@ struct SplitVec {
   }
   template <typename B>
   BF_CONV_INLINE SplitVec& operator+=(const Product<B>& p) {
+    // The multiply written out here, not taken from At: one expression with the add.
     for (int i = 0; i < Parts; ++i) {
       if constexpr (std::is_same_v<B, C>) {
         part[i] += p.a.part[i] * p.b;
@@ -122,14 +123,6 @@ struct SplitVec {
     return *this;
   }
   friend BF_CONV_INLINE SplitVec operator+(SplitVec a, const SplitVec& b) { return a += b; }
-  template <typename B>
-  friend BF_CONV_INLINE SplitVec operator+(SplitVec a, const Product<B>& b) {
-    return a += b;
-  }
-  template <typename B>
-  friend BF_CONV_INLINE SplitVec operator+(const Product<B>& a, SplitVec b) {
-    return b += a;
-  }
   friend BF_CONV_INLINE Product<SplitVec> operator*(const SplitVec& a, const SplitVec& b) {
     return {a, b};
   }
