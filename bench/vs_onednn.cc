@@ -2,7 +2,8 @@
 // (shape, op) of the shape suite (bench/shapes.json), float32, in one run.
 //
 //   bf_vs_onednn [--shapes FILE] [--threads 1,2] [--rounds 5] [--min-time 0.3]
-//                [--filter REGEX] [--clock wall|cpu] [--stat median|best] [--json FILE]
+//                [--filter REGEX] [--clock wall|cpu] [--stat median|best]
+//                [--onednn-algorithm direct|auto|winograd] [--json FILE]
 //   taskset -c 1 bf_vs_onednn --threads 1 --clock cpu --json vs_onednn.json
 //   bf_vs_onednn --rounds 15 --min-time 1 --stat best     (a shared, noisy machine)
 //
@@ -16,6 +17,10 @@
 //             (format_tag::any), the reorders done before timing;
 //   dnnl_tf   the same primitive on TensorFlow-layout tensors: the reorders of its inputs from
 //             and of its output back to TF layouts are timed with it.
+// oneDNN's primitives compute by its direct algorithm (convolution_direct), unless
+// --onednn-algorithm asks for `auto` (oneDNN picks; it takes its Winograd kernel for fc6) or
+// `winograd` (where oneDNN has one: 3x3 stride-1 dense layers; the others stay direct). The
+// implementation each case ran is printed and written to the JSON ("onednn_impl").
 // Every result is checked: oneDNN's output, in TF layout, must equal blockflow's within float32
 // tolerance, so that a wrongly set up primitive cannot flatter either side.
 // The memory floor (RunFloor: the op's operands read and a result of its size written, nothing
@@ -72,7 +77,14 @@ struct Options {
   bool cpu_clock = false;
   bool best = false;  // --stat best: the fastest round, not the median
   std::string json;
+  std::string algorithm = "direct";  // oneDNN's: direct, auto or winograd
 };
+
+dnnl::algorithm OneDnnAlgorithm(const std::string& name) {
+  if (name == "auto") return dnnl::algorithm::convolution_auto;
+  if (name == "winograd") return dnnl::algorithm::convolution_winograd;
+  return dnnl::algorithm::convolution_direct;
+}
 
 double Now(bool cpu) {
   if (cpu) {
@@ -266,7 +278,7 @@ memory::dims Dims(std::initializer_list<int64_t> d) { return memory::dims(d); }
 // Builds the primitive of `op` with format_tag::any operands and the reorders to and from the TF
 // layouts. `x`, `w`, `dy` are the TF-layout tensors (those the op does not read are unused).
 DnnlCase MakeDnnl(const dnnl::engine& eng, dnnl::stream& strm, ConvOp op, const ConvGeometry& g,
-                  Tensor& x, Tensor& w, Tensor& dy) {
+                  Tensor& x, Tensor& w, Tensor& dy, dnnl::algorithm algo) {
   const auto f32 = memory::data_type::f32;
   const memory::dims src_dims = Dims({g.batch, g.in_depth, g.in_h, g.in_w});
   const memory::dims dst_dims = Dims({g.batch, g.out_depth, g.out_h, g.out_w});
@@ -290,7 +302,6 @@ DnnlCase MakeDnnl(const dnnl::engine& eng, dnnl::stream& strm, ConvOp op, const 
   const memory::desc w_any(w_dims, f32, Tag::any);
   const memory::desc src_tf(src_dims, f32, Tag::nhwc), dst_tf(dst_dims, f32, Tag::nhwc);
   const memory::desc w_tf(w_dims, f32, w_tag);
-  const auto algo = dnnl::algorithm::convolution_direct;
   dnnl::convolution_forward::desc fwd_d(dnnl::prop_kind::forward_training, algo, src_any, w_any,
                                         dst_any, strides, dil, pad_l, pad_r);
   dnnl::convolution_forward::primitive_desc fwd_pd(fwd_d, eng);
@@ -565,7 +576,13 @@ int Main(const Options& opt) {
         // oneDNN's OpenMP runtime takes its threads from here, and some primitives fix their
         // thread count (and work split) when they are created: create them after it is set.
         omp_set_num_threads(threads);
-        DnnlCase dc = MakeDnnl(eng, strm, op, g, x, w, dy);
+        // An algorithm oneDNN has no kernel of for this case: its direct one.
+        DnnlCase dc;
+        try {
+          dc = MakeDnnl(eng, strm, op, g, x, w, dy, OneDnnAlgorithm(opt.algorithm));
+        } catch (const dnnl::error&) {
+          dc = MakeDnnl(eng, strm, op, g, x, w, dy, dnnl::algorithm::convolution_direct);
+        }
         const std::function<void()> run_bf = [&] {
           const Status st = RunConv(KernelKind::kOptimized, state, a, b, &out, k);
           if (!st.ok()) {
@@ -709,6 +726,7 @@ int Main(const Options& opt) {
     nlohmann::json j;
     j["clock"] = opt.cpu_clock ? "cpu" : "wall";
     j["stat"] = opt.best ? "best" : "median";
+    j["onednn_algorithm"] = opt.algorithm;
     j["onednn_version"] = std::to_string(dnnl::version()->major) + "." +
                           std::to_string(dnnl::version()->minor) + "." +
                           std::to_string(dnnl::version()->patch);
@@ -797,12 +815,19 @@ int main(int argc, char** argv) {
       (clock ? opt.cpu_clock : opt.best) = c == on;
     } else if (a == "--json" && has_value) {
       opt.json = argv[++i];
+    } else if (a == "--onednn-algorithm" && has_value) {
+      opt.algorithm = argv[++i];
+      if (opt.algorithm != "direct" && opt.algorithm != "auto" && opt.algorithm != "winograd") {
+        std::fprintf(stderr, "error: --onednn-algorithm takes direct, auto or winograd, not '%s'\n",
+                     opt.algorithm.c_str());
+        return 1;
+      }
     } else {
       const bool help = a == "--help" || a == "-h";
       std::fprintf(help ? stdout : stderr,
                    "usage: bf_vs_onednn [--shapes FILE] [--threads 1,2] [--rounds N] "
                    "[--min-time SECONDS] [--filter REGEX] [--clock wall|cpu] [--stat median|best] "
-                   "[--json FILE]\n");
+                   "[--onednn-algorithm direct|auto|winograd] [--json FILE]\n");
       return help ? 0 : 1;
     }
   }

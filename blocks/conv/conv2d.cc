@@ -16,6 +16,7 @@
 #include "blocks/conv/packed_gemm.h"
 #include "blocks/conv/row_rings.h"
 #include "blocks/conv/run_kernels.h"
+#include "blocks/conv/winograd.h"
 
 namespace blockflow::conv::internal {
 namespace {
@@ -1984,6 +1985,8 @@ void Conv2DKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelCon
 
 Status RunConv2DKernels(const ConvState& state, const Tensor& a, const Tensor& b, Tensor* out,
                         const KernelContext& ctx) {
+  if (UseWinograd(state.geometry, state.op, a.dtype()))
+    return RunWinogradKernels(state, a, b, out, ctx);
   if (UseGemm(state.geometry, state.op))
     return RunOptimizedKernels<GemmKernels>(state, a, b, out, ctx);
   return RunOptimizedKernels<Conv2DKernels>(state, a, b, out, ctx);
