@@ -60,16 +60,7 @@ std::vector<Problem> GemmProblems() {
   };
   std::vector<Problem> out;
   for (const Gemm& b : gemms) {
-    Problem p;
-    p.format = b.format;
-    p.padding = b.padding;
-    p.n = b.n;
-    p.h = b.h;
-    p.w = b.w;
-    p.c = b.c;
-    p.cog = b.cog;
-    p.fh = b.fh;
-    p.fw = b.fw;
+    Problem p = DenseProblem(b.format, b.padding, b.n, b.h, b.w, b.c, b.cog, b.fh, b.fw);
     p.sh = b.sh;
     p.sw = b.sw;
     p.dh = b.dh;

@@ -78,6 +78,24 @@ struct Problem {
   }
 };
 
+/// A problem (a Conv2D of groups 1 until the caller says otherwise): input [n, h, w, c] in `format`
+/// to `cog` output channels through an fh x fw filter, stride and dilation 1 until the caller sets
+/// them.
+inline Problem DenseProblem(const std::string& format, const std::string& padding, int64_t n,
+                            int64_t h, int64_t w, int64_t c, int64_t cog, int64_t fh, int64_t fw) {
+  Problem p;
+  p.format = format;
+  p.padding = padding;
+  p.n = n;
+  p.h = h;
+  p.w = w;
+  p.c = c;
+  p.cog = cog;
+  p.fh = fh;
+  p.fw = fw;
+  return p;
+}
+
 /// Attrs and geometry of a problem (the geometry may fail, e.g. VALID with a large filter).
 struct Resolved {
   ConvAttrs attrs;

@@ -57,19 +57,10 @@ std::vector<Case> Cases() {
   std::vector<Case> cases;
   auto add = [&](bool depthwise, const char* format, const char* padding, int64_t h, int64_t w,
                  int64_t c, int64_t s, int64_t fh, DType dtype) {
-    Problem p;
+    Problem p = DenseProblem(format, padding, 4, h, w, c, 37, fh, fh);
     p.depthwise = depthwise;
-    p.format = format;
-    p.padding = padding;
-    p.n = 4;
-    p.h = h;
-    p.w = w;
-    p.c = c;
-    p.fh = fh;
-    p.fw = fh;
     p.sh = s;
     p.sw = s;
-    p.cog = 37;
     p.mult = depthwise && c < 30 ? 2 : 1;
     if (p.padding == "EXPLICIT") {
       p.pt = 3;

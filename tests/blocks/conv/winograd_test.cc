@@ -54,16 +54,7 @@ std::vector<Problem> WinogradProblems() {
   };
   std::vector<Problem> out;
   for (const Case& c : cases) {
-    Problem p;
-    p.format = c.format;
-    p.padding = c.padding;
-    p.n = c.n;
-    p.h = c.h;
-    p.w = c.w;
-    p.c = c.c;
-    p.cog = c.cog;
-    p.fh = 3;
-    p.fw = 3;
+    Problem p = DenseProblem(c.format, c.padding, c.n, c.h, c.w, c.c, c.cog, 3, 3);
     p.pt = c.pt;
     p.pb = c.pb;
     p.pl = c.pl;
