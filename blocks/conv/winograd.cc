@@ -140,12 +140,12 @@ BF_WINO_FNS(double)
 // the output channels fill a GEMM panel per thread the threads split those instead: each then
 // transforms and reads only its columns of the filter, and transforms every tile's input
 // itself (fc6's forward on two threads, 32 MB of planes: 14.1-16.7 ms with the tiles split,
-// each thread reading all of them, against 24.6 on one).
+// each thread reading all of them, 14.2-14.6 with the channels split, against 24.6 on one).
 constexpr int64_t kBlockTiles = 96, kMostTiles = 384;
 struct WinoPlan {
   bool by_columns = false;  // the threads split the output channels, not the tiles
   int64_t tb = 0;           // tiles per block, a multiple of the GEMM tile's rows
-  int64_t blocks = 0;       // a multiple of the threads where they split the tiles
+  int64_t blocks = 0;       // tb tiles each, the last fewer
 };
 WinoPlan PlanWinograd(int64_t tiles, int64_t cin, int64_t cout, size_t elem_size, int nt,
                       const GemmTile& tile) {
@@ -164,15 +164,14 @@ WinoPlan PlanWinograd(int64_t tiles, int64_t cin, int64_t cout, size_t elem_size
   return p;
 }
 
-// The transformed filter's buffer, written whole before it is read: a kept Reused buffer up to
-// kReusedKeepBytes, past that a block of the scratch pool taken as it is (a Reused buffer that
-// large is freed after each call, and resizing its successor zeroed it first: 32 MB for fc6, 4%
-// of its forward).
+// A filter's buffer (transformed, or turned), written whole before it is read: a kept Reused buffer
+// up to kReusedKeepBytes, past that a block of the scratch pool taken as it is (a Reused buffer
+// that large is freed after each call, and resizing its successor zeroed it first: 32 MB for fc6,
+// 4% of its forward).
 template <typename C>
 class FilterPlanes {
  public:
-  explicit FilterPlanes(int64_t count)
-      : count_(static_cast<size_t>(count)), kept_(kSlotPackedFilter) {
+  FilterPlanes(int64_t count, int slot) : count_(static_cast<size_t>(count)), kept_(slot) {
     if (count_ * sizeof(C) <= kReusedKeepBytes) {
       kept_->resize(count_);
       data_ = kept_.data();
@@ -193,21 +192,21 @@ class FilterPlanes {
   C* data_ = nullptr;
 };
 
-template <typename T>
-void WinogradForward(const KernelArgs<T>& args, const KernelContext& ctx) {
-  using C = ComputeT<T>;
-  const ConvGeometry& g = args.g;
+// The forward of geometry g: y (NHWC, g's output) from x (NHWC) and the HWIO filter w.
+template <typename C>
+void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const KernelContext& ctx) {
   const int64_t cin = g.in_depth, cout = g.out_depth, plane = cin * cout;
   const int64_t tiles_h = (g.out_h + 1) / 2, tiles_w = (g.out_w + 1) / 2;
   const int64_t image_tiles = tiles_h * tiles_w, tiles = g.batch * image_tiles;
   const GemmTile tile = ActiveGemmTile(sizeof(C));
+  if (tiles == 0) return;
   const int nt = ThreadsFor(ctx.num_threads, tiles * kPoints * plane, 1 << 18);
   const WinoPlan plan = PlanWinograd(tiles, cin, cout, sizeof(C), nt, tile);
   const int64_t tb = plan.tb;
   // The transformed filter, shared; per thread the GEMM's workspace, a block's transformed
   // inputs (16 x tb x cin) and products (16 x tb x its channels), and a row for the pixels past
   // the output's edge.
-  FilterPlanes<C> u(kPoints * plane);
+  FilterPlanes<C> u(kPoints * plane, kSlotPackedFilter);
   const int64_t gemm_work = WholeLines<C>(GemmWorkspaceElements(tile, sizeof(C)));
   const int64_t v_size = WholeLines<C>(kPoints * tb * cin);
   const int64_t m_size = WholeLines<C>(kPoints * tb * cout);
@@ -220,8 +219,6 @@ void WinogradForward(const KernelArgs<T>& args, const KernelContext& ctx) {
   const WinoFilterFn<C> filter = WinoFilter(C{});
   const WinoInputFn<C> input = WinoInput(C{});
   const WinoOutputFn<C> output = WinoOutput(C{});
-  const C* x = args.x;
-  C* y = args.result;
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
@@ -231,11 +228,11 @@ void WinogradForward(const KernelArgs<T>& args, const KernelContext& ctx) {
       const int64_t panels = (cout + tile.nr - 1) / tile.nr;
       k0 = std::min(cout, panels * t / nt * tile.nr);
       k1 = std::min(cout, panels * (t + 1) / nt * tile.nr);
-      filter(args.w, cin, cout, 0, cin, k0, k1, u.data());
+      filter(w, cin, cout, 0, cin, k0, k1, u.data());
     } else {
       b0 = plan.blocks * t / nt;
       b1 = plan.blocks * (t + 1) / nt;
-      filter(args.w, cin, cout, cin * t / nt, cin * (t + 1) / nt, 0, cout, u.data());
+      filter(w, cin, cout, cin * t / nt, cin * (t + 1) / nt, 0, cout, u.data());
     }
 #pragma omp barrier
     const int64_t kn = k1 - k0;
@@ -290,16 +287,42 @@ RowConverted WinogradKernels<T>::ConvertsRows(const ConvState&) {
 }
 template <typename T>
 void WinogradKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx) {
-  WinogradForward(args, ctx);
+  WinogradRun(args.g, args.x, args.w, args.result, ctx);
 }
-// UseWinograd takes forwards only.
+
+// The stride-1 input gradient as the forward of dy by the filter turned half a turn with its
+// channels swapped, w'[tap'][co][ci] = w[8 - tap'][ci][co] (see InputGradientAsForward in
+// conv2d.cc), turned here in blocks of 16 x 16 channels.
 template <typename T>
-void WinogradKernels<T>::BackpropInput(const KernelArgs<T>&, const KernelContext&) {
-  BF_CHECK(false, "the Winograd kernels compute forwards only");
+void WinogradKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
+  using C = ComputeT<T>;
+  const ConvGeometry& g = args.g;
+  ConvGeometry f = TurnedForward(g);
+  f.in_depth = f.filter_in_depth = g.out_depth;
+  f.out_depth = g.in_depth;
+  const int64_t ci = g.in_depth, co = g.out_depth, taps = g.filter_h * g.filter_w;
+  constexpr int64_t kBlock = 16;
+  FilterPlanes<C> turned(taps * ci * co, kSlotFilterCopy);
+  C* wt = turned.data();
+  const int64_t blocks = (ci + kBlock - 1) / kBlock;
+  const int nt = ThreadsFor(ctx.num_threads, taps * ci * co, 1 << 16);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t tb = 0; tb < taps * blocks; ++tb) {
+    const int64_t tap = tb / blocks, i0 = tb % blocks * kBlock, i1 = std::min(ci, i0 + kBlock);
+    const C* src = args.w + (taps - 1 - tap) * ci * co;
+    C* dst = wt + tap * co * ci;
+    for (int64_t o0 = 0; o0 < co; o0 += kBlock) {
+      const int64_t o1 = std::min(co, o0 + kBlock);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t o = o0; o < o1; ++o) dst[o * ci + i] = src[i * co + o];
+    }
+  }
+  WinogradRun(f, args.dy, wt, args.result, ctx);
 }
+// UseWinograd takes no filter gradient.
 template <typename T>
 void WinogradKernels<T>::BackpropFilter(const KernelArgs<T>&, const KernelContext&) {
-  BF_CHECK(false, "the Winograd kernels compute forwards only");
+  BF_CHECK(false, "the Winograd kernels compute no filter gradient");
 }
 
 std::atomic<int>& WinogradSetting() {
@@ -318,11 +341,23 @@ bool UseWinograd(const ConvGeometry& g, ConvOp op, DType dtype) {
   }();
   const int forced = WinogradSetting().load();
   if (!(forced < 0 ? env_on : forced == 1)) return false;
-  return op == ConvOp::kForward && !g.depthwise && g.groups == 1 && g.filter_h == 3 &&
-         g.filter_w == 3 && g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 &&
-         g.dilation_w == 1 && g.in_depth >= kWinogradMinChannels &&
-         g.out_depth >= kWinogradMinChannels &&
-         (dtype == DType::kFloat32 || dtype == DType::kFloat64);
+  const bool shape = !g.depthwise && g.groups == 1 && g.filter_h == 3 && g.filter_w == 3 &&
+                     g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 &&
+                     g.in_depth >= kWinogradMinChannels && g.out_depth >= kWinogradMinChannels &&
+                     (dtype == DType::kFloat32 || dtype == DType::kFloat64);
+  if (!shape || op == ConvOp::kBackpropFilter) return false;
+  // The input gradient's forward reads dy padded by 2 - pad: no side may be padded past the
+  // filter's reach.
+  const bool forward = op == ConvOp::kForward;
+  if (!forward && (g.pad_top > 2 || g.pad_bottom > 2 || g.pad_left > 2 || g.pad_right > 2))
+    return false;
+  // Products per channel pair: 16 per 2x2 tile of the result against the direct kernels' 9 per
+  // pixel of the forward's output. Taken where Winograd needs at most 2/3 as many, so that its
+  // transforms pay: not for fc6's input gradient (a 6x6 result from a 4x4 out_backprop, 144
+  // either way; 23% slower than the GEMM) nor for outputs of a pixel or two.
+  const int64_t rh = forward ? g.out_h : g.in_h, rw = forward ? g.out_w : g.in_w;
+  const int64_t winograd = (rh + 1) / 2 * ((rw + 1) / 2) * kPoints;
+  return 3 * winograd <= int64_t{2} * 9 * g.out_h * g.out_w;
 }
 
 Status RunWinogradKernels(const ConvState& s, const Tensor& a, const Tensor& b, Tensor* out,

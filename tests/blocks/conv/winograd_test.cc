@@ -1,6 +1,6 @@
-// The Conv2D forward's Winograd path (blocks/conv/winograd.cc): which layers take it, its results
-// against the reference kernel and the direct kernels at every ISA, and its bits across thread
-// counts and between AVX2 and AVX-512.
+// Conv2D's Winograd path (blocks/conv/winograd.cc), the forward and the stride-1 input gradient:
+// which layers take it, its results against the reference kernel and the direct kernels at
+// every ISA, and its bits across thread counts and between AVX2 and AVX-512.
 #include "blocks/conv/winograd.h"
 
 #include <gtest/gtest.h>
@@ -47,7 +47,7 @@ std::vector<Problem> WinogradProblems() {
       {"NCHW", "SAME", 2, 9, 8, 33, 40},   // NCHW, converted whole
       {"NHWC", "EXPLICIT", 1, 5, 7, 48, 35, 2, 0, 3, 1},  // padding wider than the filter reach
       {"NHWC", "SAME", 3, 30, 31, 32, 64},                // 720 tiles: several blocks per thread
-      {"NHWC", "VALID", 1, 3, 3, 40, 36},  // one output pixel: one tile, three pixels unused
+      {"NHWC", "VALID", 1, 4, 4, 40, 36},                 // 2 x 2 outputs: one tile
       // A transformed filter past half of a 1 MB L2 (16 x 96 x 160 floats): two threads split
       // the 160 output channels (a 64-wide GEMM panel and the rest), not the tiles.
       {"NHWC", "VALID", 2, 5, 6, 96, 160},
@@ -64,75 +64,116 @@ std::vector<Problem> WinogradProblems() {
   return out;
 }
 
-TEST(Winograd, TakesThreeByThreeStrideOneForwardsOfFloat32AndFloat64) {
+// The ops (0 forward, 1 input gradient) of problem r that take the Winograd path in float32.
+std::vector<int> WinogradOps(const Resolved& r) {
+  std::vector<int> ops;
+  for (int op : {0, 1})
+    if (internal::UseWinograd(r.geometry, static_cast<ConvOp>(op), DType::kFloat32))
+      ops.push_back(op);
+  return ops;
+}
+
+TEST(Winograd, TakesThreeByThreeStrideOneForwardsAndInputGradientsOfFloat32AndFloat64) {
   const WinogradSetting on(true);
   Expected<Resolved> r = Resolve(WinogradProblems()[0]);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const ConvGeometry g = r->geometry;
-  EXPECT_TRUE(internal::UseWinograd(g, ConvOp::kForward, DType::kFloat32));
-  EXPECT_TRUE(internal::UseWinograd(g, ConvOp::kForward, DType::kFloat64));
-  // 16-bit layers keep sums that are exact in float32 (the direct kernels).
-  EXPECT_FALSE(internal::UseWinograd(g, ConvOp::kForward, DType::kFloat16));
-  EXPECT_FALSE(internal::UseWinograd(g, ConvOp::kForward, DType::kBFloat16));
-  EXPECT_FALSE(internal::UseWinograd(g, ConvOp::kBackpropInput, DType::kFloat32));
+  for (ConvOp op : {ConvOp::kForward, ConvOp::kBackpropInput}) {
+    EXPECT_TRUE(internal::UseWinograd(g, op, DType::kFloat32));
+    EXPECT_TRUE(internal::UseWinograd(g, op, DType::kFloat64));
+    // 16-bit layers keep sums that are exact in float32 (the direct kernels).
+    EXPECT_FALSE(internal::UseWinograd(g, op, DType::kFloat16));
+    EXPECT_FALSE(internal::UseWinograd(g, op, DType::kBFloat16));
+    auto changed = [&](auto edit) {
+      ConvGeometry h = g;
+      edit(h);
+      return internal::UseWinograd(h, op, DType::kFloat32);
+    };
+    EXPECT_FALSE(changed([](ConvGeometry& h) { h.stride_w = 2; }));
+    EXPECT_FALSE(changed([](ConvGeometry& h) { h.stride_h = 2; }));
+    EXPECT_FALSE(changed([](ConvGeometry& h) { h.dilation_h = 2; }));
+    EXPECT_FALSE(changed([](ConvGeometry& h) { h.filter_w = 5; }));
+    EXPECT_FALSE(changed([](ConvGeometry& h) { h.groups = 2; }));
+    EXPECT_FALSE(changed([](ConvGeometry& h) { h.depthwise = true; }));
+    EXPECT_FALSE(changed([](ConvGeometry& h) { h.in_depth = internal::kWinogradMinChannels - 1; }));
+    EXPECT_FALSE(
+        changed([](ConvGeometry& h) { h.out_depth = internal::kWinogradMinChannels - 1; }));
+    // Padding past the filter's reach: the forward reads zeros, the input gradient's turned
+    // forward would need a negative padding.
+    EXPECT_EQ(changed([](ConvGeometry& h) { h.pad_left = 3; }), op == ConvOp::kForward);
+  }
+  // Where Winograd would need more than 2/3 of the direct kernels' products: a 1x1 output (16
+  // against 9), and fc6's input gradient (a 6x6 result: 9 tiles, 144 against 16 x 9).
+  Problem one = WinogradProblems()[0];
+  one.padding = "VALID";
+  one.h = 3;
+  one.w = 3;
+  Expected<Resolved> small = Resolve(one);
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  EXPECT_FALSE(internal::UseWinograd(small->geometry, ConvOp::kForward, DType::kFloat32));
+  one.h = 6;
+  one.w = 6;
+  Expected<Resolved> fc6 = Resolve(one);
+  ASSERT_TRUE(fc6.ok()) << fc6.status().message();
+  EXPECT_TRUE(internal::UseWinograd(fc6->geometry, ConvOp::kForward, DType::kFloat32));
+  EXPECT_FALSE(internal::UseWinograd(fc6->geometry, ConvOp::kBackpropInput, DType::kFloat32));
   EXPECT_FALSE(internal::UseWinograd(g, ConvOp::kBackpropFilter, DType::kFloat32));
-  auto changed = [&](auto edit) {
-    ConvGeometry h = g;
-    edit(h);
-    return internal::UseWinograd(h, ConvOp::kForward, DType::kFloat32);
-  };
-  EXPECT_FALSE(changed([](ConvGeometry& h) { h.stride_w = 2; }));
-  EXPECT_FALSE(changed([](ConvGeometry& h) { h.stride_h = 2; }));
-  EXPECT_FALSE(changed([](ConvGeometry& h) { h.dilation_h = 2; }));
-  EXPECT_FALSE(changed([](ConvGeometry& h) { h.filter_w = 5; }));
-  EXPECT_FALSE(changed([](ConvGeometry& h) { h.groups = 2; }));
-  EXPECT_FALSE(changed([](ConvGeometry& h) { h.depthwise = true; }));
-  EXPECT_FALSE(changed([](ConvGeometry& h) { h.in_depth = internal::kWinogradMinChannels - 1; }));
-  EXPECT_FALSE(changed([](ConvGeometry& h) { h.out_depth = internal::kWinogradMinChannels - 1; }));
   internal::SetWinogradForTesting(false);
   EXPECT_FALSE(internal::UseWinograd(g, ConvOp::kForward, DType::kFloat32));
+  EXPECT_FALSE(internal::UseWinograd(g, ConvOp::kBackpropInput, DType::kFloat32));
 }
 
 // Within the compare grid's tolerance of the reference at every ISA, thread count and both
-// dtypes, and not the direct kernels' bits (so the path did run).
+// dtypes, and not the direct kernels' bits (so the path did run): every problem's forward, and
+// the input gradients that take the path.
 TEST(Winograd, MatchesTheReferenceAtEveryIsa) {
   const WinogradSetting restore(true);
   std::mt19937_64 rng(4242);
-  int checked = 0, differed = 0;
+  int checked = 0, differed = 0, runs = 0;
   for (const Problem& p : WinogradProblems()) {
     Expected<Resolved> r = Resolve(p);
     ASSERT_TRUE(r.ok()) << p.ToString() << ": " << r.status().message();
+    const std::vector<int> ops = WinogradOps(*r);
+    ASSERT_FALSE(ops.empty()) << p.ToString();
     for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
-      ASSERT_TRUE(internal::UseWinograd(r->geometry, ConvOp::kForward, dtype)) << p.ToString();
       const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
       const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
-      const Tensor none;
-      const std::string what = p.ToString() + " " + std::string(DTypeName(dtype));
-      Expected<Tensor> ref = RunOp(KernelKind::kReference, 0, *r, x, w, none, 1);
-      ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().message();
-      internal::SetWinogradForTesting(false);
-      internal::SetIsaForTesting(internal::Isa::kAvx512);
-      Expected<Tensor> direct = RunOp(KernelKind::kOptimized, 0, *r, x, w, none, 1);
-      ASSERT_TRUE(direct.ok()) << what << ": " << direct.status().message();
-      internal::SetWinogradForTesting(true);
-      for (internal::Isa isa :
-           {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
-        internal::SetIsaForTesting(isa);
-        for (int threads : {1, 2}) {
-          Expected<Tensor> wino = RunOp(KernelKind::kOptimized, 0, *r, x, w, none, threads);
-          ASSERT_TRUE(wino.ok()) << what << ": " << wino.status().message();
-          EXPECT_TRUE(TensorsClose(*ref, *wino,
-                                   what + " isa " + internal::IsaName(internal::ActiveIsa()) +
-                                       " threads " + std::to_string(threads)));
-          if (isa == internal::Isa::kAvx512 && threads == 1 && !wino->BitwiseEquals(*direct))
-            ++differed;
-          ++checked;
+      const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng);
+      for (int op : ops) {
+        ASSERT_TRUE(internal::UseWinograd(r->geometry, static_cast<ConvOp>(op), dtype));
+        const std::string what =
+            p.ToString() + " op " + std::to_string(op) + " " + std::string(DTypeName(dtype));
+        Expected<Tensor> ref = RunOp(KernelKind::kReference, op, *r, x, w, dy, 1);
+        ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().message();
+        internal::SetWinogradForTesting(false);
+        internal::SetIsaForTesting(internal::Isa::kAvx512);
+        Expected<Tensor> direct = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, 1);
+        ASSERT_TRUE(direct.ok()) << what << ": " << direct.status().message();
+        internal::SetWinogradForTesting(true);
+        ++runs;
+        for (internal::Isa isa :
+             {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
+          internal::SetIsaForTesting(isa);
+          for (int threads : {1, 2}) {
+            Expected<Tensor> wino = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, threads);
+            ASSERT_TRUE(wino.ok()) << what << ": " << wino.status().message();
+            EXPECT_TRUE(TensorsClose(*ref, *wino,
+                                     what + " isa " + internal::IsaName(internal::ActiveIsa()) +
+                                         " threads " + std::to_string(threads)));
+            if (isa == internal::Isa::kAvx512 && threads == 1 && !wino->BitwiseEquals(*direct))
+              ++differed;
+            ++checked;
+          }
         }
       }
     }
   }
-  EXPECT_EQ(checked, static_cast<int>(WinogradProblems().size()) * 2 * 3 * 2);
-  EXPECT_EQ(differed, static_cast<int>(WinogradProblems().size()) * 2);
+  // Every problem's forward and three problems' input gradients (not the over-padded one's, nor
+  // those of the VALID layers, whose padded input gradients would need as many products as the
+  // direct kernels or more), in two dtypes.
+  EXPECT_EQ(runs, (static_cast<int>(WinogradProblems().size()) + 3) * 2);
+  EXPECT_EQ(checked, runs * 3 * 2);
+  EXPECT_EQ(differed, runs);
 }
 
 // Each tile is transformed, multiplied and transformed back by one thread in an order the
@@ -148,23 +189,26 @@ TEST(Winograd, SameBitsAtEveryThreadCountAndAtAvx2AndAvx512) {
     ASSERT_TRUE(r.ok()) << p.ToString() << ": " << r.status().message();
     const Tensor x = RandomTensor(DType::kFloat32, p.InputShape(), rng);
     const Tensor w = RandomTensor(DType::kFloat32, p.FilterShape(), rng);
-    const Tensor none;
-    internal::SetIsaForTesting(internal::Isa::kAvx512);
-    Expected<Tensor> first = RunOp(KernelKind::kOptimized, 0, *r, x, w, none, 1);
-    ASSERT_TRUE(first.ok()) << p.ToString() << ": " << first.status().message();
-    for (internal::Isa isa : {internal::Isa::kAvx512, internal::Isa::kAvx2}) {
-      internal::SetIsaForTesting(isa);
-      for (int threads : {1, 2, 3}) {
-        Expected<Tensor> again = RunOp(KernelKind::kOptimized, 0, *r, x, w, none, threads);
-        ASSERT_TRUE(again.ok()) << p.ToString() << ": " << again.status().message();
-        EXPECT_TRUE(first->BitwiseEquals(*again))
-            << p.ToString() << " isa " << internal::IsaName(internal::ActiveIsa()) << " threads "
-            << threads;
-        ++checked;
+    const Tensor dy = RandomTensor(DType::kFloat32, OutputShape(r->attrs, r->geometry), rng);
+    for (int op : WinogradOps(*r)) {
+      const std::string what = p.ToString() + " op " + std::to_string(op);
+      internal::SetIsaForTesting(internal::Isa::kAvx512);
+      Expected<Tensor> first = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, 1);
+      ASSERT_TRUE(first.ok()) << what << ": " << first.status().message();
+      for (internal::Isa isa : {internal::Isa::kAvx512, internal::Isa::kAvx2}) {
+        internal::SetIsaForTesting(isa);
+        for (int threads : {1, 2, 3}) {
+          Expected<Tensor> again = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, threads);
+          ASSERT_TRUE(again.ok()) << what << ": " << again.status().message();
+          EXPECT_TRUE(first->BitwiseEquals(*again))
+              << what << " isa " << internal::IsaName(internal::ActiveIsa()) << " threads "
+              << threads;
+          ++checked;
+        }
       }
     }
   }
-  EXPECT_EQ(checked, static_cast<int>(WinogradProblems().size()) * 2 * 3);
+  EXPECT_EQ(checked, (static_cast<int>(WinogradProblems().size()) + 3) * 2 * 3);
 }
 
 }  // namespace
