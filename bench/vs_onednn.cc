@@ -50,6 +50,7 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <random>
 #include <regex>
 #include <string>
@@ -77,13 +78,16 @@ struct Options {
   bool cpu_clock = false;
   bool best = false;  // --stat best: the fastest round, not the median
   std::string json;
-  std::string algorithm = "direct";  // oneDNN's: direct, auto or winograd
+  std::string algorithm_name = "direct";  // --onednn-algorithm: direct, auto or winograd
+  dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct;
 };
 
-dnnl::algorithm OneDnnAlgorithm(const std::string& name) {
+// The oneDNN algorithm --onednn-algorithm names, or nullopt.
+std::optional<dnnl::algorithm> OneDnnAlgorithm(const std::string& name) {
+  if (name == "direct") return dnnl::algorithm::convolution_direct;
   if (name == "auto") return dnnl::algorithm::convolution_auto;
   if (name == "winograd") return dnnl::algorithm::convolution_winograd;
-  return dnnl::algorithm::convolution_direct;
+  return std::nullopt;
 }
 
 double Now(bool cpu) {
@@ -579,7 +583,7 @@ int Main(const Options& opt) {
         // An algorithm oneDNN has no kernel of for this case: its direct one.
         DnnlCase dc;
         try {
-          dc = MakeDnnl(eng, strm, op, g, x, w, dy, OneDnnAlgorithm(opt.algorithm));
+          dc = MakeDnnl(eng, strm, op, g, x, w, dy, opt.algorithm);
         } catch (const dnnl::error&) {
           dc = MakeDnnl(eng, strm, op, g, x, w, dy, dnnl::algorithm::convolution_direct);
         }
@@ -726,7 +730,7 @@ int Main(const Options& opt) {
     nlohmann::json j;
     j["clock"] = opt.cpu_clock ? "cpu" : "wall";
     j["stat"] = opt.best ? "best" : "median";
-    j["onednn_algorithm"] = opt.algorithm;
+    j["onednn_algorithm"] = opt.algorithm_name;
     j["onednn_version"] = std::to_string(dnnl::version()->major) + "." +
                           std::to_string(dnnl::version()->minor) + "." +
                           std::to_string(dnnl::version()->patch);
@@ -816,12 +820,15 @@ int main(int argc, char** argv) {
     } else if (a == "--json" && has_value) {
       opt.json = argv[++i];
     } else if (a == "--onednn-algorithm" && has_value) {
-      opt.algorithm = argv[++i];
-      if (opt.algorithm != "direct" && opt.algorithm != "auto" && opt.algorithm != "winograd") {
+      opt.algorithm_name = argv[++i];
+      const std::optional<dnnl::algorithm> algorithm =
+          blockflow::conv::OneDnnAlgorithm(opt.algorithm_name);
+      if (!algorithm) {
         std::fprintf(stderr, "error: --onednn-algorithm takes direct, auto or winograd, not '%s'\n",
-                     opt.algorithm.c_str());
+                     opt.algorithm_name.c_str());
         return 1;
       }
+      opt.algorithm = *algorithm;
     } else {
       const bool help = a == "--help" || a == "-h";
       std::fprintf(help ? stdout : stderr,

@@ -1783,19 +1783,12 @@ void DirectForward(const KernelArgs<T>& args, const ConvGeometry& g, const S* x,
 // (fh-1)*dh - pad_top (and likewise on every side). The forward's tiles take a filter row's
 // taps as one run of fw * co inputs, where the input gradient's take a tap at a time (64 steps
 // a tap on resnet_56x64, whose input gradient ran at 93% of the peak against the forward's 97%).
-// For a layer without groups whose padding is inside the filter's extent and whose input
-// channels fill the forward's wide tiles; returns the forward's geometry, or nullopt.
+// For a layer without groups whose padding is inside the filter's extent
+// (DenseInputGradientForward) and whose input channels fill the forward's wide tiles; returns
+// the forward's geometry, or nullopt.
 std::optional<ConvGeometry> InputGradientAsForward(const ConvGeometry& g, int64_t vec_width) {
-  const int64_t eh = (g.filter_h - 1) * g.dilation_h, ew = (g.filter_w - 1) * g.dilation_w;
-  if (g.stride_h != 1 || g.stride_w != 1 || g.groups != 1 || g.in_depth < 2 * vec_width ||
-      g.pad_top > eh || g.pad_bottom > eh || g.pad_left > ew || g.pad_right > ew) {
-    return std::nullopt;
-  }
-  ConvGeometry f = TurnedForward(g);
-  f.in_depth = g.out_depth;
-  f.filter_in_depth = g.out_depth;
-  f.out_depth = g.in_depth;
-  return f;
+  if (g.in_depth < 2 * vec_width) return std::nullopt;
+  return DenseInputGradientForward(g);
 }
 
 // Every op converts its operands in pieces: the forward (and the stride-1 input gradient, a

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -279,6 +280,24 @@ inline ConvGeometry TurnedForward(const ConvGeometry& g) {
   f.pad_bottom = eh - g.pad_bottom;
   f.pad_left = ew - g.pad_left;
   f.pad_right = ew - g.pad_right;
+  return f;
+}
+
+/// The forward whose output is the stride-1 input gradient of the dense layer g: TurnedForward
+/// with the channels swapped (out_backprop's in, g's input channels out), read by the filter
+/// turned half a turn, w'[kh', kw', co, ci] = w[fh-1-kh', fw-1-kw', ci, co]. nullopt for a
+/// stride above 1, groups, or a side padded past the filter's reach (the turned forward's
+/// padding would be negative).
+inline std::optional<ConvGeometry> DenseInputGradientForward(const ConvGeometry& g) {
+  const int64_t eh = (g.filter_h - 1) * g.dilation_h, ew = (g.filter_w - 1) * g.dilation_w;
+  if (g.stride_h != 1 || g.stride_w != 1 || g.groups != 1 || g.pad_top > eh || g.pad_bottom > eh ||
+      g.pad_left > ew || g.pad_right > ew) {
+    return std::nullopt;
+  }
+  ConvGeometry f = TurnedForward(g);
+  f.in_depth = g.out_depth;
+  f.filter_in_depth = g.out_depth;
+  f.out_depth = g.in_depth;
   return f;
 }
 

@@ -291,32 +291,20 @@ void WinogradKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext&
 }
 
 // The stride-1 input gradient as the forward of dy by the filter turned half a turn with its
-// channels swapped, w'[tap'][co][ci] = w[8 - tap'][ci][co] (see InputGradientAsForward in
-// conv2d.cc), turned here in blocks of 16 x 16 channels.
+// channels swapped (DenseInputGradientForward), turned here a tap at a time:
+// w'[tap'][co][ci] = w[8 - tap'][ci][co].
 template <typename T>
 void WinogradKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
   const ConvGeometry& g = args.g;
-  ConvGeometry f = TurnedForward(g);
-  f.in_depth = f.filter_in_depth = g.out_depth;
-  f.out_depth = g.in_depth;
+  const ConvGeometry f = *DenseInputGradientForward(g);  // UseWinograd checked it exists
   const int64_t ci = g.in_depth, co = g.out_depth, taps = g.filter_h * g.filter_w;
-  constexpr int64_t kBlock = 16;
   FilterPlanes<C> turned(taps * ci * co, kSlotFilterCopy);
   C* wt = turned.data();
-  const int64_t blocks = (ci + kBlock - 1) / kBlock;
   const int nt = ThreadsFor(ctx.num_threads, taps * ci * co, 1 << 16);
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t tb = 0; tb < taps * blocks; ++tb) {
-    const int64_t tap = tb / blocks, i0 = tb % blocks * kBlock, i1 = std::min(ci, i0 + kBlock);
-    const C* src = args.w + (taps - 1 - tap) * ci * co;
-    C* dst = wt + tap * co * ci;
-    for (int64_t o0 = 0; o0 < co; o0 += kBlock) {
-      const int64_t o1 = std::min(co, o0 + kBlock);
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t o = o0; o < o1; ++o) dst[o * ci + i] = src[i * co + o];
-    }
-  }
+  for (int64_t tap = 0; tap < taps; ++tap)
+    TransposeConvert(args.w + (taps - 1 - tap) * ci * co, co, wt + tap * co * ci, ci, ci, co);
   WinogradRun(f, args.dy, wt, args.result, ctx);
 }
 // UseWinograd takes no filter gradient.
@@ -346,11 +334,9 @@ bool UseWinograd(const ConvGeometry& g, ConvOp op, DType dtype) {
                      g.in_depth >= kWinogradMinChannels && g.out_depth >= kWinogradMinChannels &&
                      (dtype == DType::kFloat32 || dtype == DType::kFloat64);
   if (!shape || op == ConvOp::kBackpropFilter) return false;
-  // The input gradient's forward reads dy padded by 2 - pad: no side may be padded past the
-  // filter's reach.
+  // The input gradient as a forward (no side padded past the filter's reach).
   const bool forward = op == ConvOp::kForward;
-  if (!forward && (g.pad_top > 2 || g.pad_bottom > 2 || g.pad_left > 2 || g.pad_right > 2))
-    return false;
+  if (!forward && !DenseInputGradientForward(g)) return false;
   // Products per channel pair: 16 per 2x2 tile of the result against the direct kernels' 9 per
   // pixel of the forward's output. Taken where Winograd needs at most 2/3 as many, so that its
   // transforms pay: not for fc6's input gradient (a 6x6 result from a 4x4 out_backprop, 144
