@@ -495,11 +495,13 @@ NextBlockPrefetch PrefetchAfter(const MatrixView<C>& b, int64_t jc, int64_t pc, 
 template <typename C, typename V, int MR, int NV>
 BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,
                               int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,
-                              const KernelContext& ctx, const ColumnSink* sink, bool stream) {
+                              const KernelContext& ctx, const ColumnSink* sink, bool stream,
+                              bool accumulate) {
   constexpr int64_t L = 64 / sizeof(C), NR = NV * L, Mc = kMcPanels * MR;
   const int64_t Kc = KcFor(a.transposed, sizeof(C)), Nc = NcFor(NR, sizeof(C), Kc);
   // Every tile's 64-byte vectors aligned, and C written once: a single block of k.
-  stream = stream && k <= Kc && sink == nullptr && reinterpret_cast<uintptr_t>(c) % 64 == 0 &&
+  stream = stream && !accumulate && k <= Kc && sink == nullptr &&
+           reinterpret_cast<uintptr_t>(c) % 64 == 0 &&
            ldc * static_cast<int64_t>(sizeof(C)) % 64 == 0;
   C* ap = work;
   C* bp = work + Mc * MostKc(sizeof(C));
@@ -515,6 +517,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
     for (int64_t pc = 0; pc < k; pc += Kc) {
       if (ctx.cancelled()) return;
       const int64_t kc = std::min(Kc, k - pc);
+      const bool adds = accumulate || pc > 0;  // to what C holds
       // The tiles of the block's first micro-panel of A pack B's panels as they read them (B
       // dense and not transposed, of C, and the block all whole panels of columns): its rows
       // come from L2, where NextBlockPrefetch put them, in the shadow of the tiles' multiply-
@@ -556,25 +559,25 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
               panel.ld = b.ld;
               if (in_place) {
                 MicroTile<C, V, MR, NV, false, true>(kc, nullptr, rowp, panel, c_tile, ldc, rows,
-                                                     cols, pc > 0, stream);
+                                                     cols, adds, stream);
               } else {
                 MicroTile<C, V, MR, NV, true, true>(kc, apanel, nullptr, panel, c_tile, ldc, rows,
-                                                    cols, pc > 0, stream);
+                                                    cols, adds, stream);
               }
             } else if (in_place) {
               if constexpr (kAsmTiles<C, V> && MR == 6 && NV == 4) {
                 if (rows == MR && cols == NR) {
-                  GemmTile6x4Avx512(kc, rowp, panel.bp, c_tile, ldc, pc > 0, stream);
+                  GemmTile6x4Avx512(kc, rowp, panel.bp, c_tile, ldc, adds, stream);
                   continue;
                 }
               }
-              if (NarrowTile<C, V, MR, NV>(kc, rowp, panel, c_tile, ldc, rows, cols, pc > 0))
+              if (NarrowTile<C, V, MR, NV>(kc, rowp, panel, c_tile, ldc, rows, cols, adds))
                 continue;
               MicroTile<C, V, MR, NV, false, false>(kc, nullptr, rowp, panel, c_tile, ldc, rows,
-                                                    cols, pc > 0, stream);
+                                                    cols, adds, stream);
             } else {
               MicroTile<C, V, MR, NV, true, false>(kc, apanel, nullptr, panel, c_tile, ldc, rows,
-                                                   cols, pc > 0, stream);
+                                                   cols, adds, stream);
             }
           }
         }
@@ -590,9 +593,10 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
 #define BF_GEMM_ROWS_VARIANT(Suffix, Target, Tile, C)                                           \
   Target void GemmRows##Suffix(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0,      \
                                int64_t m1, int64_t n, int64_t k, C* c, int64_t ldc, C* work,    \
-                               const KernelContext& ctx, const ColumnSink* sink, bool stream) { \
+                               const KernelContext& ctx, const ColumnSink* sink, bool stream,   \
+                               bool accumulate) {                                               \
     GemmRowsT<C, VecFor<C, Isa::k##Suffix>, Tile.mr, Tile.nv>(a, b, m0, m1, n, k, c, ldc, work, \
-                                                              ctx, sink, stream);               \
+                                                              ctx, sink, stream, accumulate);   \
   }
 // NOLINTEND(bugprone-macro-parentheses)
 BF_GEMM_ROWS_VARIANT(Avx512, BF_TARGET_AVX512, kTileAvx512, float)
@@ -626,9 +630,10 @@ int64_t GemmWorkspaceElements(const GemmTile& tile, size_t elem_size) {
 template <typename C>
 void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_t m1, int64_t n,
               int64_t k, C* c, int64_t ldc, C* work, const GemmTile& tile, const KernelContext& ctx,
-              const ColumnSink* sink, bool stream) {
+              const ColumnSink* sink, bool stream, bool accumulate) {
   if (m0 >= m1 || n <= 0) return;
-  if (k <= 0) {  // an empty sum
+  if (k <= 0 && accumulate) return;  // nothing to add
+  if (k <= 0) {                      // an empty sum
     const int64_t block = sink == nullptr ? n : GemmColumnBlock(tile, sizeof(C), a.transposed);
     for (int64_t j0 = 0; j0 < n; j0 += block) {
       const int64_t j1 = std::min(n, j0 + block);
@@ -639,16 +644,19 @@ void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_
   }
   // The variant of `tile` (ActiveGemmTile's, so one this CPU runs).
   const auto same = [&](const GemmTile& t) { return t.mr == tile.mr && t.nv == tile.nv; };
-  if (same(kTileAvx512)) return GemmRowsAvx512(a, b, m0, m1, n, k, c, ldc, work, ctx, sink, stream);
-  if (same(kTileAvx2)) return GemmRowsAvx2(a, b, m0, m1, n, k, c, ldc, work, ctx, sink, stream);
-  return GemmRowsBase(a, b, m0, m1, n, k, c, ldc, work, ctx, sink, stream);
+  if (same(kTileAvx512))
+    return GemmRowsAvx512(a, b, m0, m1, n, k, c, ldc, work, ctx, sink, stream, accumulate);
+  if (same(kTileAvx2))
+    return GemmRowsAvx2(a, b, m0, m1, n, k, c, ldc, work, ctx, sink, stream, accumulate);
+  return GemmRowsBase(a, b, m0, m1, n, k, c, ldc, work, ctx, sink, stream, accumulate);
 }
 
 template void GemmRows<float>(const MatrixView<float>&, const MatrixView<float>&, int64_t, int64_t,
                               int64_t, int64_t, float*, int64_t, float*, const GemmTile&,
-                              const KernelContext&, const ColumnSink*, bool);
+                              const KernelContext&, const ColumnSink*, bool, bool);
 template void GemmRows<double>(const MatrixView<double>&, const MatrixView<double>&, int64_t,
                                int64_t, int64_t, int64_t, double*, int64_t, double*,
-                               const GemmTile&, const KernelContext&, const ColumnSink*, bool);
+                               const GemmTile&, const KernelContext&, const ColumnSink*, bool,
+                               bool);
 
 }  // namespace blockflow::conv::internal

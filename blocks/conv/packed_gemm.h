@@ -110,9 +110,11 @@ int64_t GemmColumnBlock(const GemmTile& tile, size_t elem_size, bool a_transpose
 /// threads. Stops between blocks once `ctx.cancelled()`. `stream`: C may be stored past the
 /// caches (StreamVec), which it is where k fits one block of the packing (C written in one
 /// pass, never read back), without a sink, and with c and ldc keeping rows 64-byte aligned.
+/// `accumulate` (without a sink): C[i, :] += A[i, :] * B, each block of k's products summed in
+/// registers and then added to what C holds (a sum over k split across calls).
 template <typename C>
 void GemmRows(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m0, int64_t m1, int64_t n,
               int64_t k, C* c, int64_t ldc, C* work, const GemmTile& tile, const KernelContext& ctx,
-              const ColumnSink* sink = nullptr, bool stream = false);
+              const ColumnSink* sink = nullptr, bool stream = false, bool accumulate = false);
 
 }  // namespace blockflow::conv::internal

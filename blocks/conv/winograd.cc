@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "blocks/conv/isa.h"
 #include "blocks/conv/optimized_util.h"
@@ -24,11 +25,12 @@ constexpr int64_t kPoints = 16, kTileOut = 2, kTileIn = 4;
 // subtract and halve, never multiply-add, so no ISA fuses any of them and the bits match.
 
 // U[4i + j][c][k] = (G g G^T)[i][j] for the input channels [c0, c1) and output channels
-// [k0, k1), g the 3x3 filter of (c, k): w[(kh * 3 + kw) * cin * cout + c * cout + k] (HWIO).
+// [k0, k1), g the 3x3 filter of (c, k): w[(kh * 3 + kw) * cin * cout + c * cout + k] (HWIO);
+// point xi's plane at u + xi * us.
 // G = [1 0 0; h h h; h -h h; 0 0 1] with h = 1/2.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void WinoFilterT(const C* __restrict w, int64_t cin, int64_t cout, int64_t c0,
-                                int64_t c1, int64_t k0, int64_t k1, C* __restrict u) {
+                                int64_t c1, int64_t k0, int64_t k1, int64_t us, C* __restrict u) {
   const int64_t plane = cin * cout;
   const C half = static_cast<C>(0.5);
   for (int64_t c = c0; c < c1; ++c) {
@@ -45,10 +47,10 @@ BF_CONV_INLINE void WinoFilterT(const C* __restrict w, int64_t cin, int64_t cout
         t[3][j] = g2;
       }
       for (int i = 0; i < 4; ++i) {  // (G g) G^T: its columns combined, per row i
-        uc[(4 * i + 0) * plane + k] = t[i][0];
-        uc[(4 * i + 1) * plane + k] = half * (t[i][0] + t[i][1] + t[i][2]);
-        uc[(4 * i + 2) * plane + k] = half * (t[i][0] - t[i][1] + t[i][2]);
-        uc[(4 * i + 3) * plane + k] = t[i][2];
+        uc[(4 * i + 0) * us + k] = t[i][0];
+        uc[(4 * i + 1) * us + k] = half * (t[i][0] + t[i][1] + t[i][2]);
+        uc[(4 * i + 2) * us + k] = half * (t[i][0] - t[i][1] + t[i][2]);
+        uc[(4 * i + 3) * us + k] = t[i][2];
       }
     }
   }
@@ -109,28 +111,158 @@ BF_CONV_INLINE void WinoOutputT(const C* __restrict m, int64_t tiles, int64_t co
   }
 }
 
+// The filter gradient's transforms, the forward's adjoints (dy = A^T M A gives dM = A dy A^T, and
+// U = G g G^T gives dg = G^T dU G). D[4i + j][t][k] = (A dy A^T)[i][j] for the `tiles` tiles of
+// a block, tile t's out_backprop pixel (a, b) at py[t * 4 + 2a + b] (a row of zeros past the
+// output's edge), its `kn` channels; point xi's matrix at d + xi * ds, rows kn apart.
+template <typename C, typename V, int P, int NV>
+BF_CONV_INLINE void WinoOutBackpropT(const C* const* py, int64_t tiles, int64_t kn, int64_t ds,
+                                     C* __restrict d) {
+  for (int64_t t = 0; t < tiles; ++t) {
+    const C* const* p = py + t * kTileOut * kTileOut;
+    C* dt = d + t * kn;
+#pragma omp simd
+    for (int64_t k = 0; k < kn; ++k) {
+      C r[4][2];  // A dy: rows combined, per column b
+      for (int b = 0; b < 2; ++b) {
+        const C y0 = p[b][k], y1 = p[2 + b][k];
+        r[0][b] = y0;
+        r[1][b] = y0 + y1;
+        r[2][b] = y0 - y1;
+        r[3][b] = -y1;
+      }
+      for (int i = 0; i < 4; ++i) {  // (A dy) A^T: its columns combined, per row i
+        dt[(4 * i + 0) * ds + k] = r[i][0];
+        dt[(4 * i + 1) * ds + k] = r[i][0] + r[i][1];
+        dt[(4 * i + 2) * ds + k] = r[i][0] - r[i][1];
+        dt[(4 * i + 3) * ds + k] = -r[i][1];
+      }
+    }
+  }
+}
+
+// dw[(kh * 3 + kw) * cin * cout + c * cout + k] = (G^T dU G)[kh][kw] for the input channels
+// [c0, c1) and output channels [k0, k1), dU the sum of `parts` partial sums `part_step` apart
+// (added in order), each point xi's plane of cin x cout at du + xi * us.
+template <typename C, typename V, int P, int NV>
+BF_CONV_INLINE void WinoFilterGradT(const C* __restrict du, int64_t parts, int64_t part_step,
+                                    int64_t us, int64_t cin, int64_t cout, int64_t c0, int64_t c1,
+                                    int64_t k0, int64_t k1, C* __restrict dw) {
+  const int64_t plane = cin * cout;
+  const C half = static_cast<C>(0.5);
+  for (int64_t c = c0; c < c1; ++c) {
+    const C* uc = du + c * cout;
+    C* wc = dw + c * cout;
+#pragma omp simd
+    for (int64_t k = k0; k < k1; ++k) {
+      C u[kPoints];
+      for (int xi = 0; xi < kPoints; ++xi) u[xi] = uc[xi * us + k];
+      for (int64_t part = 1; part < parts; ++part)
+        for (int xi = 0; xi < kPoints; ++xi) u[xi] += uc[part * part_step + xi * us + k];
+      C s[3][4];  // G^T dU: rows combined, per column j
+      for (int j = 0; j < 4; ++j) {
+        s[0][j] = u[j] + half * (u[4 + j] + u[8 + j]);
+        s[1][j] = half * (u[4 + j] - u[8 + j]);
+        s[2][j] = half * (u[4 + j] + u[8 + j]) + u[12 + j];
+      }
+      for (int i = 0; i < 3; ++i) {  // (G^T dU) G: its columns combined, per row i
+        wc[(3 * i + 0) * plane + k] = s[i][0] + half * (s[i][1] + s[i][2]);
+        wc[(3 * i + 1) * plane + k] = half * (s[i][1] - s[i][2]);
+        wc[(3 * i + 2) * plane + k] = half * (s[i][1] + s[i][2]) + s[i][3];
+      }
+    }
+  }
+}
+
 template <typename C>
-using WinoFilterFn = void (*)(const C*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, C*);
+using WinoFilterFn = void (*)(const C*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                              int64_t, C*);
 template <typename C>
 using WinoInputFn = void (*)(const C* const*, int64_t, int64_t, int64_t, C*);
 template <typename C>
 using WinoOutputFn = void (*)(const C*, int64_t, int64_t, int64_t, C* const*);
+template <typename C>
+using WinoOutBackpropFn = void (*)(const C* const*, int64_t, int64_t, int64_t, C*);
+template <typename C>
+using WinoFilterGradFn = void (*)(const C*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                  int64_t, int64_t, int64_t, C*);
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
 #define BF_WINO_FNS(C)                                                                        \
   BF_CONV_ISA_FNS(WinoFilter, WinoFilterT, C, WinoFilterFn<C>,                                \
                   (const C* w, int64_t cin, int64_t cout, int64_t c0, int64_t c1, int64_t k0, \
-                   int64_t k1, C* u),                                                         \
-                  (w, cin, cout, c0, c1, k0, k1, u))                                          \
+                   int64_t k1, int64_t us, C* u),                                             \
+                  (w, cin, cout, c0, c1, k0, k1, us, u))                                      \
   BF_CONV_ISA_FNS(WinoInput, WinoInputT, C, WinoInputFn<C>,                                   \
                   (const C* const* px, int64_t tiles, int64_t cin, int64_t vs, C* v),         \
                   (px, tiles, cin, vs, v))                                                    \
   BF_CONV_ISA_FNS(WinoOutput, WinoOutputT, C, WinoOutputFn<C>,                                \
                   (const C* m, int64_t tiles, int64_t cout, int64_t ms, C* const* py),        \
-                  (m, tiles, cout, ms, py))
+                  (m, tiles, cout, ms, py))                                                   \
+  BF_CONV_ISA_FNS(WinoOutBackprop, WinoOutBackpropT, C, WinoOutBackpropFn<C>,                 \
+                  (const C* const* py, int64_t tiles, int64_t kn, int64_t ds, C* d),          \
+                  (py, tiles, kn, ds, d))                                                     \
+  BF_CONV_ISA_FNS(WinoFilterGrad, WinoFilterGradT, C, WinoFilterGradFn<C>,                    \
+                  (const C* du, int64_t parts, int64_t part_step, int64_t us, int64_t cin,    \
+                   int64_t cout, int64_t c0, int64_t c1, int64_t k0, int64_t k1, C* dw),      \
+                  (du, parts, part_step, us, cin, cout, c0, c1, k0, k1, dw))
 BF_WINO_FNS(float)
 BF_WINO_FNS(double)
 #undef BF_WINO_FNS
 // NOLINTEND(bugprone-macro-parentheses)
+
+// The distance between the 16 points' matrices in a buffer of `count` elements each: whole 64-byte
+// lines, an odd number of them, so that the 16 rows a transform reads or writes at once fall in
+// different sets of L1 (matrices a multiple of 4 KB apart all share one set, and 16 rows of an
+// 8-way L1 set evict one another: fc6's filter gradient spent 45% of its time transforming its
+// sums, 2 MB apart, on one core).
+template <typename C>
+int64_t PointStride(int64_t count) {
+  int64_t lines = (count * static_cast<int64_t>(sizeof(C)) + 63) / 64;
+  if (lines % 2 == 0) ++lines;
+  return lines * 64 / static_cast<int64_t>(sizeof(C));
+}
+
+// The tiles of a layer's output, 2 x 2 pixels each, numbered image by image, row by row.
+struct TileGrid {
+  explicit TileGrid(const ConvGeometry& geometry)
+      : g(geometry),
+        tiles_w((g.out_w + 1) / 2),
+        image_tiles((g.out_h + 1) / 2 * tiles_w),
+        tiles(g.batch * image_tiles) {}
+  // Tile id's 4 x 4 input pixels, pixel (a, b) at px[4a + b]: rows of x (NHWC, in_depth
+  // values each), `outside` for those outside the input.
+  template <typename C>
+  void Inputs(int64_t id, const C* x, const C* outside, const C** px) const {
+    const int64_t n = id / image_tiles, th = id % image_tiles / tiles_w, tw = id % tiles_w;
+    const int64_t ih0 = th * kTileOut - g.pad_top, iw0 = tw * kTileOut - g.pad_left;
+    for (int64_t a = 0; a < kTileIn; ++a) {
+      const int64_t ih = ih0 + a;
+      for (int64_t b = 0; b < kTileIn; ++b) {
+        const int64_t iw = iw0 + b;
+        const bool inside = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
+        px[a * kTileIn + b] = inside ? x + ((n * g.in_h + ih) * g.in_w + iw) * g.in_depth : outside;
+      }
+    }
+  }
+  // Tile id's 2 x 2 output pixels, pixel (a, b) at py[2a + b]: rows of y (NHWC, out_depth
+  // values each; y may point past the first pixel's first channel), `outside` past the output's
+  // edge.
+  template <typename P>
+  void Outputs(int64_t id, P y, P outside, P* py) const {
+    const int64_t n = id / image_tiles, th = id % image_tiles / tiles_w, tw = id % tiles_w;
+    for (int64_t a = 0; a < kTileOut; ++a) {
+      const int64_t oh = th * kTileOut + a;
+      for (int64_t b = 0; b < kTileOut; ++b) {
+        const int64_t ow = tw * kTileOut + b;
+        py[a * kTileOut + b] = oh < g.out_h && ow < g.out_w
+                                   ? y + ((n * g.out_h + oh) * g.out_w + ow) * g.out_depth
+                                   : outside;
+      }
+    }
+  }
+  const ConvGeometry& g;
+  int64_t tiles_w, image_tiles, tiles;
+};
 
 // How the threads share a layer: by tiles, or by output channels. Where the transformed filter
 // (16 planes of cin x cout) fits half of L2, the GEMM packs a plane of it per block from there,
@@ -196,8 +328,8 @@ class FilterPlanes {
 template <typename C>
 void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const KernelContext& ctx) {
   const int64_t cin = g.in_depth, cout = g.out_depth, plane = cin * cout;
-  const int64_t tiles_h = (g.out_h + 1) / 2, tiles_w = (g.out_w + 1) / 2;
-  const int64_t image_tiles = tiles_h * tiles_w, tiles = g.batch * image_tiles;
+  const TileGrid grid(g);
+  const int64_t tiles = grid.tiles;
   const GemmTile tile = ActiveGemmTile(sizeof(C));
   if (tiles == 0) return;
   const int nt = ThreadsFor(ctx.num_threads, tiles * kPoints * plane, 1 << 18);
@@ -206,10 +338,10 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
   // The transformed filter, shared; per thread the GEMM's workspace, a block's transformed
   // inputs (16 x tb x cin) and products (16 x tb x its channels), and a row for the pixels past
   // the output's edge.
-  FilterPlanes<C> u(kPoints * plane, kSlotPackedFilter);
+  const int64_t us = PointStride<C>(plane), vs = PointStride<C>(tb * cin);
+  FilterPlanes<C> u(kPoints * us, kSlotPackedFilter);
   const int64_t gemm_work = WholeLines<C>(GemmWorkspaceElements(tile, sizeof(C)));
-  const int64_t v_size = WholeLines<C>(kPoints * tb * cin);
-  const int64_t m_size = WholeLines<C>(kPoints * tb * cout);
+  const int64_t v_size = kPoints * vs, m_size = kPoints * PointStride<C>(tb * cout);
   const int64_t per_thread = ThreadStride<C>(gemm_work + v_size + m_size + cout, nt);
   Reused<C> work(kSlotGemmWork);
   work->resize(static_cast<size_t>(nt * per_thread));
@@ -228,14 +360,14 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
       const int64_t panels = (cout + tile.nr - 1) / tile.nr;
       k0 = std::min(cout, panels * t / nt * tile.nr);
       k1 = std::min(cout, panels * (t + 1) / nt * tile.nr);
-      filter(w, cin, cout, 0, cin, k0, k1, u.data());
+      filter(w, cin, cout, 0, cin, k0, k1, us, u.data());
     } else {
       b0 = plan.blocks * t / nt;
       b1 = plan.blocks * (t + 1) / nt;
-      filter(w, cin, cout, cin * t / nt, cin * (t + 1) / nt, 0, cout, u.data());
+      filter(w, cin, cout, cin * t / nt, cin * (t + 1) / nt, 0, cout, us, u.data());
     }
 #pragma omp barrier
-    const int64_t kn = k1 - k0;
+    const int64_t kn = k1 - k0, ms = PointStride<C>(tb * kn);
     C* const gw = work.data() + t * per_thread;
     C* const v = gw + gemm_work;
     C* const m = v + v_size;
@@ -245,35 +377,113 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
     for (int64_t b = b0; b < b1 && kn > 0 && !ctx.cancelled(); ++b) {
       const int64_t t0 = b * tb, count = std::min(tb, tiles - t0);
       for (int64_t i = 0; i < count; ++i) {
-        const int64_t id = t0 + i, n = id / image_tiles, th = id % image_tiles / tiles_w,
-                      tw = id % tiles_w;
-        const int64_t ih0 = th * kTileOut - g.pad_top, iw0 = tw * kTileOut - g.pad_left;
-        for (int64_t a = 0; a < kTileIn; ++a) {
-          const int64_t ih = ih0 + a;
-          for (int64_t c = 0; c < kTileIn; ++c) {
-            const int64_t iw = iw0 + c;
-            const bool inside = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
-            px[i * kPoints + a * kTileIn + c] =
-                inside ? x + ((n * g.in_h + ih) * g.in_w + iw) * cin : zeros.data();
-          }
-        }
-        for (int64_t a = 0; a < kTileOut; ++a) {
-          const int64_t oh = th * kTileOut + a;
-          for (int64_t c = 0; c < kTileOut; ++c) {
-            const int64_t ow = tw * kTileOut + c;
-            py[i * kTileOut * kTileOut + a * kTileOut + c] =
-                oh < g.out_h && ow < g.out_w ? y + ((n * g.out_h + oh) * g.out_w + ow) * cout + k0
-                                             : scratch;
-          }
-        }
+        grid.Inputs(t0 + i, x, zeros.data(), px + i * kPoints);
+        grid.Outputs(t0 + i, y + k0, scratch, py + i * kTileOut * kTileOut);
       }
-      input(px, count, cin, tb * cin, v);
+      input(px, count, cin, vs, v);
       for (int64_t xi = 0; xi < kPoints; ++xi) {
-        GemmRows(MatrixView<C>::Dense(v + xi * tb * cin, cin, cin, false),
-                 MatrixView<C>::Dense(u.data() + xi * plane + k0, cout, kn, false), 0, count, kn,
-                 cin, m + xi * tb * kn, kn, gw, tile, ctx);
+        GemmRows(MatrixView<C>::Dense(v + xi * vs, cin, cin, false),
+                 MatrixView<C>::Dense(u.data() + xi * us + k0, cout, kn, false), 0, count, kn, cin,
+                 m + xi * ms, kn, gw, tile, ctx);
       }
-      output(m, count, kn, tb * kn, py);
+      output(m, count, kn, ms, py);
+    }
+  }
+}
+
+// The filter gradient sums each point's products over every tile: dU[xi] = V[xi]^T * D[xi], a
+// [cin, tiles] x [tiles, cout] product per point, through the GEMM a block of tiles at a time
+// (k = the block's tiles), each block's sums added to those of the blocks before (`accumulate`).
+// The threads split the tiles, each summing into planes of its own that are added in thread
+// order at the end (the bits depend on the thread count, as the direct kernels' do), or, where
+// those planes outgrow half of L2 and the output channels give each thread kWinoPanel of them,
+// the output channels: each thread then sums all the tiles for its columns of dU (transforming
+// every tile's input itself), in the blocks one thread would take: the bits of one thread.
+int64_t FilterBlockTiles() {
+  static const int64_t tb = [] {
+    const char* v = std::getenv("BLOCKFLOW_WINO_FILTER_TILES");
+    return v != nullptr ? std::max<int64_t>(1, std::atoll(v)) : int64_t{128};
+  }();
+  return tb;
+}
+constexpr int64_t kWinoPanel = 64;
+
+template <typename C>
+void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw,
+                           const KernelContext& ctx) {
+  const int64_t cin = g.in_depth, cout = g.out_depth, plane = cin * cout;
+  const TileGrid grid(g);
+  const int64_t tiles = grid.tiles;
+  if (tiles == 0) return;  // dw is zero
+  const GemmTile tile = ActiveGemmTile(sizeof(C));
+  int nt = ThreadsFor(ctx.num_threads, tiles * kPoints * plane, 1 << 18);
+  const int64_t planes_bytes = kPoints * plane * static_cast<int64_t>(sizeof(C));
+  const bool by_columns = nt > 1 && planes_bytes > CacheBytes(2, int64_t{1} << 20) / 2 &&
+                          cout >= int64_t{nt} * kWinoPanel;
+  if (!by_columns) nt = static_cast<int>(std::min<int64_t>(nt, tiles));
+  const int64_t sharing = by_columns ? 1 : nt;  // threads among which the tiles are split
+  const int64_t tb = std::min(FilterBlockTiles(), (tiles + sharing - 1) / sharing);
+  // The planes of dU (one set, or one per thread), and per thread the GEMM's workspace and a
+  // block's transformed inputs (16 x tb x cin) and out_backprop (16 x tb x its channels).
+  const int64_t parts = by_columns ? 1 : nt;
+  const int64_t us = PointStride<C>(plane), vs = PointStride<C>(tb * cin);
+  const int64_t part_step = ThreadStride<C>(kPoints * us, static_cast<int>(parts));
+  FilterPlanes<C> sums(parts * part_step, kSlotPartialSums);
+  const int64_t gemm_work = WholeLines<C>(GemmWorkspaceElements(tile, sizeof(C)));
+  const int64_t v_size = kPoints * vs, d_size = kPoints * PointStride<C>(tb * cout);
+  const int64_t per_thread = ThreadStride<C>(gemm_work + v_size + d_size, nt);
+  Reused<C> work(kSlotGemmWork);
+  work->resize(static_cast<size_t>(nt * per_thread));
+  PerThread<const C*> inputs(nt, tb * kPoints);
+  PerThread<const C*> outputs(nt, tb * kTileOut * kTileOut);
+  const WorkBuffer<C> zeros(static_cast<size_t>(std::max(cin, cout)), C{0});
+  const WinoInputFn<C> input = WinoInput(C{});
+  const WinoOutBackpropFn<C> out_backprop = WinoOutBackprop(C{});
+  const WinoFilterGradFn<C> filter_grad = WinoFilterGrad(C{});
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    // This thread's output channels [k0, k1), tiles [t0, t1) and planes.
+    int64_t k0 = 0, k1 = cout, t0 = 0, t1 = tiles;
+    C* du = sums.data();
+    if (by_columns) {
+      const int64_t panels = (cout + tile.nr - 1) / tile.nr;
+      k0 = std::min(cout, panels * t / nt * tile.nr);
+      k1 = std::min(cout, panels * (t + 1) / nt * tile.nr);
+    } else {
+      t0 = tiles * t / nt;
+      t1 = tiles * (t + 1) / nt;
+      du += t * part_step;
+    }
+    const int64_t kn = k1 - k0, ds = PointStride<C>(tb * kn);
+    C* const gw = work.data() + t * per_thread;
+    C* const v = gw + gemm_work;
+    C* const d = v + v_size;
+    const C** px = inputs[t];
+    const C** py = outputs[t];
+    for (int64_t b0 = t0; b0 < t1 && kn > 0 && !ctx.cancelled(); b0 += tb) {
+      const int64_t count = std::min(tb, t1 - b0);
+      for (int64_t i = 0; i < count; ++i) {
+        grid.Inputs(b0 + i, x, zeros.data(), px + i * kPoints);
+        grid.Outputs(b0 + i, dy + k0, zeros.data(), py + i * kTileOut * kTileOut);
+      }
+      input(px, count, cin, vs, v);
+      out_backprop(py, count, kn, ds, d);
+      for (int64_t xi = 0; xi < kPoints; ++xi) {
+        GemmRows(MatrixView<C>::Dense(v + xi * vs, cin, cin, true),
+                 MatrixView<C>::Dense(d + xi * ds, kn, kn, false), 0, cin, kn, count,
+                 du + xi * us + k0, cout, gw, tile, ctx, nullptr, false,
+                 /*accumulate=*/b0 > t0);
+      }
+    }
+    // dw transformed from complete sums only: a cancelled run leaves it as it was.
+    if (by_columns) {
+      if (!ctx.cancelled()) filter_grad(du, 1, 0, us, cin, cout, 0, cin, k0, k1, dw);
+    } else {
+#pragma omp barrier
+      if (!ctx.cancelled())
+        filter_grad(sums.data(), parts, part_step, us, cin, cout, cin * t / nt, cin * (t + 1) / nt,
+                    0, cout, dw);
     }
   }
 }
@@ -307,10 +517,13 @@ void WinogradKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelCo
     TransposeConvert(args.w + (taps - 1 - tap) * ci * co, co, wt + tap * co * ci, ci, ci, co);
   WinogradRun(f, args.dy, wt, args.result, ctx);
 }
-// UseWinograd takes no filter gradient.
 template <typename T>
-void WinogradKernels<T>::BackpropFilter(const KernelArgs<T>&, const KernelContext&) {
-  BF_CHECK(false, "the Winograd kernels compute no filter gradient");
+void WinogradKernels<T>::BackpropFilter(const KernelArgs<T>& args, const KernelContext& ctx) {
+  if constexpr (std::is_same_v<T, ComputeT<T>>) {
+    WinogradFilterGradRun(args.g, args.x, args.dy, args.filter_grad->template data<T>(), ctx);
+  } else {
+    BF_CHECK(false, "the Winograd kernels take float32 and float64 only");
+  }
 }
 
 std::atomic<int>& WinogradSetting() {
@@ -333,15 +546,15 @@ bool UseWinograd(const ConvGeometry& g, ConvOp op, DType dtype) {
                      g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 &&
                      g.in_depth >= kWinogradMinChannels && g.out_depth >= kWinogradMinChannels &&
                      (dtype == DType::kFloat32 || dtype == DType::kFloat64);
-  if (!shape || op == ConvOp::kBackpropFilter) return false;
+  if (!shape) return false;
   // The input gradient as a forward (no side padded past the filter's reach).
-  const bool forward = op == ConvOp::kForward;
-  if (!forward && !DenseInputGradientForward(g)) return false;
+  const bool input_grad = op == ConvOp::kBackpropInput;
+  if (input_grad && !DenseInputGradientForward(g)) return false;
   // Products per channel pair: 16 per 2x2 tile of the result against the direct kernels' 9 per
   // pixel of the forward's output. Taken where Winograd needs at most 2/3 as many, so that its
   // transforms pay: not for fc6's input gradient (a 6x6 result from a 4x4 out_backprop, 144
   // either way; 23% slower than the GEMM) nor for outputs of a pixel or two.
-  const int64_t rh = forward ? g.out_h : g.in_h, rw = forward ? g.out_w : g.in_w;
+  const int64_t rh = input_grad ? g.in_h : g.out_h, rw = input_grad ? g.in_w : g.out_w;
   const int64_t winograd = (rh + 1) / 2 * ((rw + 1) / 2) * kPoints;
   return 3 * winograd <= int64_t{2} * 9 * g.out_h * g.out_w;
 }

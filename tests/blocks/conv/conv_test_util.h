@@ -10,9 +10,24 @@
 
 #include "blocks/conv/conv_geometry.h"
 #include "blocks/conv/conv_kernels.h"
+#include "blocks/conv/isa.h"
+#include "blocks/conv/winograd.h"
 #include "core/tensor.h"
 
 namespace blockflow::conv::testing {
+
+/// Turns the Winograd path (blocks/conv/winograd.h) on or off for a scope, and the Winograd
+/// path on and the ISA back to the CPU's best after it.
+class WinogradSetting {
+ public:
+  explicit WinogradSetting(bool on) { internal::SetWinogradForTesting(on); }
+  ~WinogradSetting() {
+    internal::SetWinogradForTesting(true);
+    internal::SetIsaForTesting(internal::Isa::kAvx512);
+  }
+  WinogradSetting(const WinogradSetting&) = delete;
+  WinogradSetting& operator=(const WinogradSetting&) = delete;
+};
 
 /// A tensor of `shape` with uniform values in [-1, 1), rounded to `dtype`. With `grid` > 0 the
 /// values are multiples of 1/grid (exact in the 16-bit types).
