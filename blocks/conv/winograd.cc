@@ -141,35 +141,45 @@ BF_CONV_INLINE void WinoOutBackpropT(const C* const* py, int64_t tiles, int64_t 
   }
 }
 
-// dw[(kh * 3 + kw) * cin * cout + c * cout + k] = (G^T dU G)[kh][kw] for the input channels
-// [c0, c1) and output channels [k0, k1), dU the sum of `parts` partial sums `part_step` apart
-// (added in order), each point xi's plane of cin x cout at du + xi * us.
+// dw[tap * plane + c * ldw + k] = (G^T dU G)[kh][kw] (tap = kh * 3 + kw) for the `rows` input
+// channels c and `kn` output channels k of a block of the HWIO filter gradient at dw, dU the
+// sum of `parts` partial sums `part_step` apart (added in order), each point xi's plane at
+// du + xi * us, its rows ldu apart.
 template <typename C, typename V, int P, int NV>
-BF_CONV_INLINE void WinoFilterGradT(const C* __restrict du, int64_t parts, int64_t part_step,
-                                    int64_t us, int64_t cin, int64_t cout, int64_t c0, int64_t c1,
-                                    int64_t k0, int64_t k1, C* __restrict dw) {
-  const int64_t plane = cin * cout;
+BF_CONV_INLINE void WinoFilterGradT(const C* __restrict du, int64_t ldu, int64_t us, int64_t parts,
+                                    int64_t part_step, int64_t rows, int64_t kn, int64_t ldw,
+                                    int64_t plane, C* __restrict dw) {
   const C half = static_cast<C>(0.5);
-  for (int64_t c = c0; c < c1; ++c) {
-    const C* uc = du + c * cout;
-    C* wc = dw + c * cout;
+  // A run of kRun output channels at a time is staged, its 9 taps side by side, and then copied
+  // out tap by tap: the 9 taps' planes of dw lie a multiple of 4 KB apart when a plane is (fc6's
+  // are 2 MB apart), and 9 rows written at once in an 8-way L1 set evict one another.
+  constexpr int64_t kRun = 64;
+  alignas(64) C stage[9][kRun];
+  for (int64_t c = 0; c < rows; ++c) {
+    const C* uc = du + c * ldu;
+    C* wc = dw + c * ldw;
+    for (int64_t r0 = 0; r0 < kn; r0 += kRun) {
+      const int64_t run = std::min(kRun, kn - r0);
 #pragma omp simd
-    for (int64_t k = k0; k < k1; ++k) {
-      C u[kPoints];
-      for (int xi = 0; xi < kPoints; ++xi) u[xi] = uc[xi * us + k];
-      for (int64_t part = 1; part < parts; ++part)
-        for (int xi = 0; xi < kPoints; ++xi) u[xi] += uc[part * part_step + xi * us + k];
-      C s[3][4];  // G^T dU: rows combined, per column j
-      for (int j = 0; j < 4; ++j) {
-        s[0][j] = u[j] + half * (u[4 + j] + u[8 + j]);
-        s[1][j] = half * (u[4 + j] - u[8 + j]);
-        s[2][j] = half * (u[4 + j] + u[8 + j]) + u[12 + j];
+      for (int64_t q = 0; q < run; ++q) {
+        const int64_t k = r0 + q;
+        C u[kPoints];
+        for (int xi = 0; xi < kPoints; ++xi) u[xi] = uc[xi * us + k];
+        for (int64_t part = 1; part < parts; ++part)
+          for (int xi = 0; xi < kPoints; ++xi) u[xi] += uc[part * part_step + xi * us + k];
+        C sr[3][4];  // G^T dU: rows combined, per column j
+        for (int j = 0; j < 4; ++j) {
+          sr[0][j] = u[j] + half * (u[4 + j] + u[8 + j]);
+          sr[1][j] = half * (u[4 + j] - u[8 + j]);
+          sr[2][j] = half * (u[4 + j] + u[8 + j]) + u[12 + j];
+        }
+        for (int i = 0; i < 3; ++i) {  // (G^T dU) G: its columns combined, per row i
+          stage[3 * i + 0][q] = sr[i][0] + half * (sr[i][1] + sr[i][2]);
+          stage[3 * i + 1][q] = half * (sr[i][1] - sr[i][2]);
+          stage[3 * i + 2][q] = half * (sr[i][1] + sr[i][2]) + sr[i][3];
+        }
       }
-      for (int i = 0; i < 3; ++i) {  // (G^T dU) G: its columns combined, per row i
-        wc[(3 * i + 0) * plane + k] = s[i][0] + half * (s[i][1] + s[i][2]);
-        wc[(3 * i + 1) * plane + k] = half * (s[i][1] - s[i][2]);
-        wc[(3 * i + 2) * plane + k] = half * (s[i][1] + s[i][2]) + s[i][3];
-      }
+      for (int tap = 0; tap < 9; ++tap) std::copy_n(stage[tap], run, wc + tap * plane + r0);
     }
   }
 }
@@ -185,7 +195,7 @@ template <typename C>
 using WinoOutBackpropFn = void (*)(const C* const*, int64_t, int64_t, int64_t, C*);
 template <typename C>
 using WinoFilterGradFn = void (*)(const C*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                                  int64_t, int64_t, int64_t, C*);
+                                  int64_t, int64_t, C*);
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
 #define BF_WINO_FNS(C)                                                                        \
   BF_CONV_ISA_FNS(WinoFilter, WinoFilterT, C, WinoFilterFn<C>,                                \
@@ -202,9 +212,9 @@ using WinoFilterGradFn = void (*)(const C*, int64_t, int64_t, int64_t, int64_t, 
                   (const C* const* py, int64_t tiles, int64_t kn, int64_t ds, C* d),          \
                   (py, tiles, kn, ds, d))                                                     \
   BF_CONV_ISA_FNS(WinoFilterGrad, WinoFilterGradT, C, WinoFilterGradFn<C>,                    \
-                  (const C* du, int64_t parts, int64_t part_step, int64_t us, int64_t cin,    \
-                   int64_t cout, int64_t c0, int64_t c1, int64_t k0, int64_t k1, C* dw),      \
-                  (du, parts, part_step, us, cin, cout, c0, c1, k0, k1, dw))
+                  (const C* du, int64_t ldu, int64_t us, int64_t parts, int64_t part_step,    \
+                   int64_t rows, int64_t kn, int64_t ldw, int64_t plane, C* dw),              \
+                  (du, ldu, us, parts, part_step, rows, kn, ldw, plane, dw))
 BF_WINO_FNS(float)
 BF_WINO_FNS(double)
 #undef BF_WINO_FNS
@@ -393,19 +403,14 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
 
 // The filter gradient sums each point's products over every tile: dU[xi] = V[xi]^T * D[xi], a
 // [cin, tiles] x [tiles, cout] product per point, through the GEMM a block of tiles at a time
-// (k = the block's tiles), each block's sums added to those of the blocks before (`accumulate`).
-// The threads split the tiles, each summing into planes of its own that are added in thread
-// order at the end (the bits depend on the thread count, as the direct kernels' do), or, where
-// those planes outgrow half of L2 and the output channels give each thread kWinoPanel of them,
-// the output channels: each thread then sums all the tiles for its columns of dU (transforming
-// every tile's input itself), in the blocks one thread would take: the bits of one thread.
-int64_t FilterBlockTiles() {
-  static const int64_t tb = [] {
-    const char* v = std::getenv("BLOCKFLOW_WINO_FILTER_TILES");
-    return v != nullptr ? std::max<int64_t>(1, std::atoll(v)) : int64_t{128};
-  }();
-  return tb;
-}
+// (k = the block's tiles), each block's sums added to those of the blocks before (`accumulate`),
+// and then transformed into dw. Each thread sums into planes of its own. The threads split the
+// tiles, and their planes are added in thread order at the end (the bits depend on the thread
+// count, as the direct kernels' do), or, where planes for every thread would outgrow
+// kReusedKeepBytes and the output channels give each thread kWinoPanel of them, the output
+// channels: each thread then sums every tile for its columns (transforming every tile's input
+// itself) in the blocks one thread would take, the bits of one thread.
+constexpr int64_t kFilterBlockTiles = 128;
 constexpr int64_t kWinoPanel = 64;
 
 template <typename C>
@@ -418,20 +423,22 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
   const GemmTile tile = ActiveGemmTile(sizeof(C));
   int nt = ThreadsFor(ctx.num_threads, tiles * kPoints * plane, 1 << 18);
   const int64_t planes_bytes = kPoints * plane * static_cast<int64_t>(sizeof(C));
-  const bool by_columns = nt > 1 && planes_bytes > CacheBytes(2, int64_t{1} << 20) / 2 &&
+  const bool by_columns = nt > 1 && nt * planes_bytes > static_cast<int64_t>(kReusedKeepBytes) &&
                           cout >= int64_t{nt} * kWinoPanel;
   if (!by_columns) nt = static_cast<int>(std::min<int64_t>(nt, tiles));
   const int64_t sharing = by_columns ? 1 : nt;  // threads among which the tiles are split
-  const int64_t tb = std::min(FilterBlockTiles(), (tiles + sharing - 1) / sharing);
-  // The planes of dU (one set, or one per thread), and per thread the GEMM's workspace and a
-  // block's transformed inputs (16 x tb x cin) and out_backprop (16 x tb x its channels).
-  const int64_t parts = by_columns ? 1 : nt;
-  const int64_t us = PointStride<C>(plane), vs = PointStride<C>(tb * cin);
-  const int64_t part_step = ThreadStride<C>(kPoints * us, static_cast<int>(parts));
-  FilterPlanes<C> sums(parts * part_step, kSlotPartialSums);
+  const int64_t tb = std::min(kFilterBlockTiles, (tiles + sharing - 1) / sharing);
+  // Per thread: its planes of dU (16 x cin x its columns, at most `most`), the GEMM's
+  // workspace, and a block's transformed inputs (16 x tb x cin) and out_backprop (16 x tb x its
+  // columns).
+  const int64_t panels = (cout + tile.nr - 1) / tile.nr;
+  const int64_t most = by_columns ? std::min(cout, (panels + nt - 1) / nt * tile.nr) : cout;
+  const int64_t us = PointStride<C>(cin * most), vs = PointStride<C>(tb * cin);
+  const int64_t ds = PointStride<C>(tb * most);
+  const int64_t part_step = ThreadStride<C>(kPoints * us, nt);
+  FilterPlanes<C> sums(nt * part_step, kSlotPartialSums);
   const int64_t gemm_work = WholeLines<C>(GemmWorkspaceElements(tile, sizeof(C)));
-  const int64_t v_size = kPoints * vs, d_size = kPoints * PointStride<C>(tb * cout);
-  const int64_t per_thread = ThreadStride<C>(gemm_work + v_size + d_size, nt);
+  const int64_t per_thread = ThreadStride<C>(gemm_work + kPoints * (vs + ds), nt);
   Reused<C> work(kSlotGemmWork);
   work->resize(static_cast<size_t>(nt * per_thread));
   PerThread<const C*> inputs(nt, tb * kPoints);
@@ -443,24 +450,22 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
-    // This thread's output channels [k0, k1), tiles [t0, t1) and planes.
+    // This thread's output channels [k0, k1) and tiles [t0, t1).
     int64_t k0 = 0, k1 = cout, t0 = 0, t1 = tiles;
-    C* du = sums.data();
     if (by_columns) {
-      const int64_t panels = (cout + tile.nr - 1) / tile.nr;
       k0 = std::min(cout, panels * t / nt * tile.nr);
       k1 = std::min(cout, panels * (t + 1) / nt * tile.nr);
     } else {
       t0 = tiles * t / nt;
       t1 = tiles * (t + 1) / nt;
-      du += t * part_step;
     }
-    const int64_t kn = k1 - k0, ds = PointStride<C>(tb * kn);
+    C* const du = sums.data() + t * part_step;
     C* const gw = work.data() + t * per_thread;
     C* const v = gw + gemm_work;
-    C* const d = v + v_size;
+    C* const d = v + kPoints * vs;
     const C** px = inputs[t];
     const C** py = outputs[t];
+    const int64_t kn = k1 - k0;
     for (int64_t b0 = t0; b0 < t1 && kn > 0 && !ctx.cancelled(); b0 += tb) {
       const int64_t count = std::min(tb, t1 - b0);
       for (int64_t i = 0; i < count; ++i) {
@@ -471,19 +476,19 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
       out_backprop(py, count, kn, ds, d);
       for (int64_t xi = 0; xi < kPoints; ++xi) {
         GemmRows(MatrixView<C>::Dense(v + xi * vs, cin, cin, true),
-                 MatrixView<C>::Dense(d + xi * ds, kn, kn, false), 0, cin, kn, count,
-                 du + xi * us + k0, cout, gw, tile, ctx, nullptr, false,
-                 /*accumulate=*/b0 > t0);
+                 MatrixView<C>::Dense(d + xi * ds, kn, kn, false), 0, cin, kn, count, du + xi * us,
+                 kn, gw, tile, ctx, nullptr, false, /*accumulate=*/b0 > t0);
       }
     }
     // dw transformed from complete sums only: a cancelled run leaves it as it was.
-    if (by_columns) {
-      if (!ctx.cancelled()) filter_grad(du, 1, 0, us, cin, cout, 0, cin, k0, k1, dw);
-    } else {
+    if (sharing == 1 && kn > 0 && !ctx.cancelled())
+      filter_grad(du, kn, us, 1, 0, cin, kn, cout, plane, dw + k0);
+    if (sharing > 1) {
 #pragma omp barrier
+      const int64_t c0 = cin * t / nt, c1 = cin * (t + 1) / nt;
       if (!ctx.cancelled())
-        filter_grad(sums.data(), parts, part_step, us, cin, cout, cin * t / nt, cin * (t + 1) / nt,
-                    0, cout, dw);
+        filter_grad(sums.data() + c0 * cout, cout, us, nt, part_step, c1 - c0, cout, cout, plane,
+                    dw + c0 * cout);
     }
   }
 }
