@@ -98,8 +98,8 @@ BF_CONV_INLINE bool DwTaps(const ConvGeometry& g, const C* __restrict xrow, cons
 constexpr int64_t kStreamBytes = int64_t{5} << 20;
 
 // Whether g's rows suit the forward row kernel's 3x3 sweeps (DwForwardRowImpl, which also
-// needs a row's three input rows and three interior columns, and AVX-512's registers): a 3x3
-// filter at stride_w 1, not where input or output pixels are a multiple of 4 KiB apart (1024
+// needs a row's three input rows and three interior columns, and AVX-512's or AVX2's registers): a
+// 3x3 filter at stride_w 1, not where input or output pixels are a multiple of 4 KiB apart (1024
 // float channels, CrowdsL1Sets at 4 KiB): mnv1_dw13_7x1024 measured 1-3% slower in sweeps than in
 // tiles. Strides of an odd multiple of 2 KiB (CrowdsL1Sets), where the sweeps had measured 1.2-1.4x
 // slower than the tiles, sweep since the sweeps prefetch the next channel block
@@ -115,7 +115,7 @@ bool SweepsFit(const ConvGeometry& g) {
 // Whether the forward row kernel takes g's rows (their inner rows at least) in sweeps.
 template <typename C>
 bool ForwardSweeps(const ConvGeometry& g) {
-  return SweepsFit<C>(g) && ActiveIsa() == Isa::kAvx512;
+  return SweepsFit<C>(g) && (ActiveIsa() == Isa::kAvx512 || ActiveIsa() == Isa::kAvx2);
 }
 
 // What a forward row kernel prefetches while it works on a row. Where its operands outgrow the
@@ -305,6 +305,50 @@ BF_CONV_INLINE void DwForwardSweep(const ConvGeometry& g, const C* const* xr, co
     DwForwardSweepEdge<C, V, NV>(g, xr, wv, yrow + ow * ch, ow, stream);
 }
 
+// The 3x3 sweeps (DwForwardSweep) of one output row over its blocks of NV vectors V from the
+// first channel up to channel `end` at most, where the row suits them (SweepsFit, all three
+// input rows present, three interior columns); returns the channels they covered (0 where the
+// row does not suit them).
+template <typename C, typename V, int NV>
+BF_CONV_INLINE int64_t DwForwardSweeps(const ConvGeometry& g, const C* const* xr,
+                                       const C* __restrict w, C* __restrict yrow, int64_t end,
+                                       bool stream, const RowsAhead<C>& ahead) {
+  constexpr int64_t B = NV * static_cast<int64_t>(sizeof(V) / sizeof(C));  // a block's channels
+  const int64_t ch = g.out_depth;
+  const int64_t olo = std::max<int64_t>(0, g.pad_left);
+  const int64_t ohi = std::min(g.out_w, g.in_w + g.pad_left - 2);
+  if (!(SweepsFit<C>(g) && xr[0] && xr[1] && xr[2] && ohi - olo >= 3)) return 0;
+  const C* xb[3];
+  const int64_t blocks = end / B, steps = ohi - olo - 2;
+  const int64_t x_bytes = g.in_w * g.in_depth * static_cast<int64_t>(sizeof(C));
+  const int64_t y_bytes = g.out_w * ch * static_cast<int64_t>(sizeof(C));
+  int64_t c_begin = 0;
+  for (int64_t b = 0; c_begin + B <= end; c_begin += B, ++b) {
+    for (int r = 0; r < 3; ++r) xb[r] = xr[r] + c_begin;
+    const C* nx = nullptr;
+    const C* ny = nullptr;
+    if (ahead.next_block && b + 1 < blocks) {
+      nx = xb[2] + B;
+      ny = yrow + c_begin + B;
+    } else if (ahead.next_block) {  // the next row's first block
+      nx = ahead.first_x;
+      ny = ahead.first_y;
+    }
+    DwForwardSweep<C, V, NV>(g, xb, w + c_begin, yrow + c_begin, olo, ohi, stream,
+                             LinesAhead(ahead.x, x_bytes, blocks, b, steps),
+                             LinesAhead(ahead.y, y_bytes, blocks, b, steps), nx, ny);
+  }
+  return c_begin;
+}
+// AVX2's sweeps, blocks of one ymm, out of line: inlined into the row kernel, they left its
+// tiles for other filters 1-13% slower (dw_5x5_28x240, one pinned core, builds alternated).
+template <typename C, typename V>
+BF_TARGET_AVX2 __attribute__((noinline)) int64_t DwForwardSweepsAvx2(
+    const ConvGeometry& g, const C* const* xr, const C* __restrict w, C* __restrict yrow,
+    int64_t end, bool stream, const RowsAhead<C>& ahead) {
+  return DwForwardSweeps<C, V, 1>(g, xr, w, yrow, end, stream, ahead);
+}
+
 // The forward of one output row for the channels [c_begin, ch), in plain loops: the channels
 // after the last full vector.
 template <typename C>
@@ -385,32 +429,13 @@ BF_CONV_INLINE void DwForwardRowImpl(const ConvGeometry& g, const C* const* xr,
   const bool wide = (g.out_w % P != 0 || five_taps) && WideTiles<P, NV>(g.out_w);
   const int64_t pt = wide ? kWideP : P;
   // 3x3 at stride_w 1 with all three rows present: the blocks of NV vectors as sweeps (AVX-512:
-  // 18 weights, 6 sums and 6 inputs in 32 registers), the interior columns [olo, ohi).
+  // 18 weights, 6 sums and 6 inputs in 32 registers; AVX2: blocks of one ymm, 9 weights, 3 sums
+  // and 3 inputs in 16), the interior columns [olo, ohi).
   int64_t c_begin = 0;
   if constexpr (NV >= 2) {
-    const int64_t olo = std::max<int64_t>(0, g.pad_left);
-    const int64_t ohi = std::min(g.out_w, g.in_w + g.pad_left - 2);
-    if (SweepsFit<C>(g) && xr[0] && xr[1] && xr[2] && ohi - olo >= 3) {
-      const C* xb[3];
-      const int64_t blocks = ch / (NV * L), steps = ohi - olo - 2;
-      const int64_t x_bytes = g.in_w * g.in_depth * static_cast<int64_t>(sizeof(C));
-      const int64_t y_bytes = g.out_w * ch * static_cast<int64_t>(sizeof(C));
-      for (int64_t b = 0; c_begin + NV * L <= ch; c_begin += NV * L, ++b) {
-        for (int r = 0; r < 3; ++r) xb[r] = xr[r] + c_begin;
-        const C* nx = nullptr;
-        const C* ny = nullptr;
-        if (ahead.next_block && b + 1 < blocks) {
-          nx = xb[2] + NV * L;
-          ny = yrow + c_begin + NV * L;
-        } else if (ahead.next_block) {  // the next row's first block
-          nx = ahead.first_x;
-          ny = ahead.first_y;
-        }
-        DwForwardSweep<C, V, NV>(g, xb, w + c_begin, yrow + c_begin, olo, ohi, stream,
-                                 LinesAhead(ahead.x, x_bytes, blocks, b, steps),
-                                 LinesAhead(ahead.y, y_bytes, blocks, b, steps), nx, ny);
-      }
-    }
+    c_begin = DwForwardSweeps<C, V, NV>(g, xr, w, yrow, c_vec, stream, ahead);
+  } else if constexpr (kIsSplitVec<V> && sizeof(typename V::Part) == 32) {
+    c_begin = DwForwardSweepsAvx2<C, typename V::Part>(g, xr, w, yrow, c_vec, stream, ahead);
   }
   // The channels [c_begin, c_vec) in one range, or a block of NV vectors at a time.
   const int64_t span = DwBlocksAlongRow<C>(g, pt) ? NV * L : c_vec - c_begin;
