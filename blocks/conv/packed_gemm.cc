@@ -272,12 +272,13 @@ struct PanelB {
 #if defined(BF_CONV_ASM_TILES)
 // clang-format off
 // Row r's products for one step: its value of A (at displacement bf_d from its row pointer,
-// indexed by k) broadcast inside each fused multiply-add, times the step's four vectors of B.
+// indexed by k) broadcast into zmm28, times the step's four vectors of B.
 #define BF_GT_ROW(a, r0, r1, r2, r3)                                                               \
-  "vfmadd231ps bf_d(%[" a "], %[k], 4)%{1to16%}, %%zmm24, %%zmm" #r0 "\n\t"                        \
-  "vfmadd231ps bf_d(%[" a "], %[k], 4)%{1to16%}, %%zmm25, %%zmm" #r1 "\n\t"                        \
-  "vfmadd231ps bf_d(%[" a "], %[k], 4)%{1to16%}, %%zmm26, %%zmm" #r2 "\n\t"                        \
-  "vfmadd231ps bf_d(%[" a "], %[k], 4)%{1to16%}, %%zmm27, %%zmm" #r3 "\n\t"
+  "vbroadcastss bf_d(%[" a "], %[k], 4), %%zmm28\n\t"                                              \
+  "vfmadd231ps %%zmm28, %%zmm24, %%zmm" #r0 "\n\t"                                                 \
+  "vfmadd231ps %%zmm28, %%zmm25, %%zmm" #r1 "\n\t"                                                 \
+  "vfmadd231ps %%zmm28, %%zmm26, %%zmm" #r2 "\n\t"                                                 \
+  "vfmadd231ps %%zmm28, %%zmm27, %%zmm" #r3 "\n\t"
 #define BF_GT_STEP                                                                                 \
   "vmovups bf_w(%[b]), %%zmm24\n\t"                                                                \
   "vmovups bf_w + 64(%[b]), %%zmm25\n\t"                                                           \
@@ -299,12 +300,15 @@ struct PanelB {
 // MicroTile's 6 x 4 tile on AVX-512 in float, A's rows read in place and B from its packed
 // panel, for whole tiles: c[r, j] (+)= sum over k < kc of arows[r][k] * bp[k * 64 + j], the
 // products fused into the sums in MicroTile's order (its bits, and AVX2's); `accumulate` adds
-// to what c holds, else stored past the caches when `nt`. As MicroTile compiles it, each value of A
-// is broadcast into a register and the register multiplied by B's four vectors; here the broadcasts
-// go inside the multiply-adds ({1to16}), as in the direct forward's QuadTileAvx512. The builds
-// before and after alternated, 4 + 4 processes on one pinned core, 3 + 3 on two threads: the 1x1
-// layer's forward 1.8% / 1.4% faster, its input gradient 0.7% / 1.4%, fc6's forward 0.7% / 1.6% and
-// its input gradient 0.3% / 1.0% (medians).
+// to what c holds, else stored past the caches when `nt`. Each value of A is broadcast into a
+// register that its four multiply-adds share: 10 loads a step for 24 multiply-adds. With the
+// broadcasts inside the multiply-adds ({1to16}, as the direct forward's QuadTileAvx512 has them,
+// where no register is left over) a step takes 28 loads: on a Zen 4 EPYC, whose 512-bit units
+// take a multiply-add a cycle, that measured 0.3-1.8% faster than the broadcasts compiled into
+// registers; on a Zen 5 EPYC, which takes two a cycle, the loads were the limit: the builds
+// alternated, 3-4 rounds, one pinned core: the 1x1 layer's forward 0.84-0.91 of the time, its
+// input gradient 0.81-0.86, fc6's 0.87-0.88 and 0.82-0.84, the Winograd forward and input
+// gradient of resnet_28x128 0.88-0.91 (two threads: 0.87-0.98).
 inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float* bp, float* c,
                               int64_t ldc, bool accumulate, bool nt) {
   const float *a0 = arows[0], *a1 = arows[1], *a2 = arows[2], *a3 = arows[3], *a4 = arows[4],
@@ -359,7 +363,7 @@ inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float
         [ys] "r"(ldc_bytes), [mode] "m"(mode)
       : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10",
         "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20",
-        "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "cc", "memory");
+        "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "cc", "memory");
 }
 #undef BF_GT_PLAIN
 #undef BF_GT_NT
