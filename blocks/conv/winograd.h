@@ -10,6 +10,12 @@
 //   M[xi] = V[xi] * U[xi]   for each of the 16 points xi: [tiles, ci] x [ci, co]
 //   Y = A^T M A   per (tile, output channel): the tile's 2x2 outputs
 //
+// The stride-1 filter gradient is the same identity read the other way round:
+//
+//   D = A dy A^T   per (tile, output channel): the tile's 2x2 out_backprop, 2x2 -> 4x4
+//   dU[xi] = sum over tiles of V[xi]^T D[xi]   for each point: [ci, tiles] x [tiles, co]
+//   dw = G^T dU G   per (input channel, output channel): 4x4 -> 3x3
+//
 // B^T, G and A^T hold only 0, +-1 and 1/2: the transforms are exact up to the rounding of their
 // sums, and every result sums its products in an order fixed by the geometry: the same bits at
 // every thread count, and at AVX2 as at AVX-512 (the baseline ISA, without fused multiply-adds,
@@ -21,12 +27,13 @@
 namespace blockflow::conv::internal {
 
 /// Whether op `op` of geometry `g` on operands of `dtype` goes through the Winograd kernels: a
-/// Conv2D forward or input gradient (groups 1) with a 3x3 filter at stride 1 and dilation 1
-/// (the input gradient: no side padded by more than 2), at least kWinogradMinChannels input and
-/// output channels, in float32 or float64 (a 16-bit layer's results would no longer come from
-/// exact float32 sums), needing at most 2/3 of the direct kernels' products (not where the
-/// result is a pixel or two across, nor fc6's input gradient), and not turned off by the
-/// environment variable BLOCKFLOW_CONV_WINOGRAD=0 (or SetWinogradForTesting).
+/// Conv2D forward, input gradient or filter gradient (groups 1) with a 3x3 filter at stride 1
+/// and dilation 1 (the input gradient: no side padded by more than 2), at least
+/// kWinogradMinChannels input and output channels, in float32 or float64 (a 16-bit layer's
+/// results would no longer come from exact float32 sums), needing at most 2/3 of the direct
+/// kernels' products (not where the result is a pixel or two across, nor fc6's input
+/// gradient), and not turned off by the environment variable BLOCKFLOW_CONV_WINOGRAD=0 (or
+/// SetWinogradForTesting).
 bool UseWinograd(const ConvGeometry& g, ConvOp op, DType dtype);
 inline constexpr int64_t kWinogradMinChannels = 32;
 
