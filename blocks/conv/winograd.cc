@@ -447,6 +447,7 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
   const WinoInputFn<C> input = WinoInput(C{});
   const WinoOutBackpropFn<C> out_backprop = WinoOutBackprop(C{});
   const WinoFilterGradFn<C> filter_grad = WinoFilterGrad(C{});
+  bool complete = false;  // every thread's sums whole (no cancellation): dw is written
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
@@ -480,15 +481,19 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
                  kn, gw, tile, ctx, nullptr, false, /*accumulate=*/b0 > t0);
       }
     }
-    // dw transformed from complete sums only: a cancelled run leaves it as it was.
-    if (sharing == 1 && kn > 0 && !ctx.cancelled())
-      filter_grad(du, kn, us, 1, 0, cin, kn, cout, plane, dw + k0);
-    if (sharing > 1) {
+    // dw is transformed from complete sums only, by every thread or by none: one thread
+    // decides once all have summed (a thread that saw the cancellation stopped before the
+    // barrier), and the single's own barrier hands the decision and every thread's sums to all.
+    // A cancelled run leaves dw as it was.
 #pragma omp barrier
+#pragma omp single
+    complete = !ctx.cancelled();
+    if (complete && sharing == 1 && kn > 0)
+      filter_grad(du, kn, us, 1, 0, cin, kn, cout, plane, dw + k0);
+    if (complete && sharing > 1) {
       const int64_t c0 = cin * t / nt, c1 = cin * (t + 1) / nt;
-      if (!ctx.cancelled())
-        filter_grad(sums.data() + c0 * cout, cout, us, nt, part_step, c1 - c0, cout, cout, plane,
-                    dw + c0 * cout);
+      filter_grad(sums.data() + c0 * cout, cout, us, nt, part_step, c1 - c0, cout, cout, plane,
+                  dw + c0 * cout);
     }
   }
 }

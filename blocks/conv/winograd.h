@@ -17,9 +17,11 @@
 //   dw = G^T dU G   per (input channel, output channel): 4x4 -> 3x3
 //
 // B^T, G and A^T hold only 0, +-1 and 1/2: the transforms are exact up to the rounding of their
-// sums, and every result sums its products in an order fixed by the geometry: the same bits at
-// every thread count, and at AVX2 as at AVX-512 (the baseline ISA, without fused multiply-adds,
-// rounds each product apart).
+// sums. The forward and the input gradient sum every result's products in an order fixed by the
+// geometry: the same bits at every thread count. The filter gradient's threads that split the
+// tiles add their own sums in thread order: the same bits for a given thread count, as the
+// direct kernels' filter gradients. Either way AVX2 gives AVX-512's bits (the baseline ISA,
+// without fused multiply-adds, rounds each product apart).
 #pragma once
 
 #include "blocks/conv/conv_kernels.h"

@@ -39,7 +39,7 @@ std::vector<Problem> WinogradProblems() {
       // the 160 output channels (a 64-wide GEMM panel and the rest), not the tiles.
       {"NHWC", "VALID", 2, 5, 6, 96, 160},
       // Filter-gradient sums of 8.5 MB (16 x 256 x 520 floats): more than 16 MB for two
-      // threads' own, so two or three threads split the output channels (kSplitsColumns).
+      // threads' own, so two or three threads split the output channels (SplitsColumns).
       {"NHWC", "VALID", 1, 4, 5, 256, 520},
   };
   std::vector<Problem> out;
