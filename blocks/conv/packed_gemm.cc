@@ -376,13 +376,14 @@ inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float
 // One MR x NR register tile over kc values of k: c[r, j] (+)= sum_k a[r][k] * b[k][j], only
 // the rows < `rows` and columns < `cols` stored; `accumulate` adds to what c holds; `stream`:
 // a whole tile that does not accumulate stored with StreamVec.
-// A is a packed micro-panel [kc][MR] at `ap` (kPacked), or else MR rows of A read in place, each
-// kc contiguous values at arow[r] (rows past `rows` repeat a valid row; their sums are not
+// A is a micro-panel at `ap` (kPacked): for each k, MR contiguous values, a_step apart (MR where
+// packed, a transposed A's row stride where read in place); or else MR rows of A read in place,
+// each kc contiguous values at arow[r] (rows past `rows` repeat a valid row; their sums are not
 // stored). B is `panel`, read from its source and packed on the way when kPacksB.
 template <typename C, typename V, int MR, int NV, bool kPacked, bool kPacksB>
 BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const* arows,
                               const PanelB<C>& panel, C* __restrict c, int64_t ldc, int64_t rows,
-                              int64_t cols, bool accumulate, bool stream) {
+                              int64_t cols, bool accumulate, bool stream, int64_t a_step = MR) {
   using Vec = V;
   constexpr int L = sizeof(Vec) / sizeof(C), NR = NV * L;
   Vec acc[MR][NV];
@@ -402,7 +403,7 @@ BF_CONV_INLINE void MicroTile(int64_t kc, const C* __restrict ap, const C* const
       if constexpr (kPacksB) StoreVec(bp + k * NR + v * L, b[v]);
     }
     for (int r = 0; r < MR; ++r) {
-      const C s = kPacked ? ap[k * MR + r] : arow[r][k];
+      const C s = kPacked ? ap[k * a_step + r] : arow[r][k];
       for (int v = 0; v < NV; ++v) acc[r][v] += b[v] * s;
     }
   }
@@ -509,6 +510,15 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
            ldc * static_cast<int64_t>(sizeof(C)) % 64 == 0;
   C* ap = work;
   C* bp = work + Mc * MostKc(sizeof(C));
+  // A transposed A whose stored rows are an odd number of cache lines apart (the Winograd filter
+  // gradient's V) is read in place by its whole micro-panels: MR contiguous values per k, the
+  // k's lines spread over every L1 set. Packing it had taken about 21% of resnet_56x64's
+  // filter gradient GEMMs (64 x 64 per point, k = 128 tiles) on a Zen 5 core; read in place,
+  // builds alternated, 6 rounds, one pinned core: resnet_28x128's filter gradient 0.87-0.90 of
+  // its time, resnet_56x64's 0.88-0.96, fc6's the same. Rows an even number of lines apart (the
+  // 1x1 filter gradient's x: 1 KB) would fall in a few sets: those are packed.
+  const bool a_in_place = a.transposed && a.kind == MatrixView<C>::Kind::kDense &&
+                          a.data != nullptr && a.ld * static_cast<int64_t>(sizeof(C)) % 128 == 64;
   C* wide = bp + BBlockElements(NR, sizeof(C));  // B's runs widened from 16-bit floats
   // A row-major A (a plain matrix, or im2col rows along the taps) is read in place where each
   // of a micro-panel's MR rows holds the block's kc values contiguously (inside the input):
@@ -538,7 +548,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
         // large share of the run (a 1x1 layer's 8192 rows, milliseconds).
         if (ctx.cancelled()) return;
         const int64_t mc = std::min(Mc, m1 - ic);
-        if (a.transposed) PackTransposedA<C, MR>(a, ic, mc, m1, pc, kc, ap);
+        if (a.transposed && !a_in_place) PackTransposedA<C, MR>(a, ic, mc, m1, pc, kc, ap);
         for (int64_t ir = 0; ir < mc; ir += MR) {
           const int64_t rows = std::min<int64_t>(MR, mc - ir);
           const C* rowp[MR];
@@ -579,7 +589,12 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
                 continue;
               MicroTile<C, V, MR, NV, false, false>(kc, nullptr, rowp, panel, c_tile, ldc, rows,
                                                     cols, adds, stream);
+            } else if (a_in_place && rows == MR) {  // A^T's rows read where they are
+              MicroTile<C, V, MR, NV, true, false>(kc, a.data + pc * a.ld + ic + ir, nullptr, panel,
+                                                   c_tile, ldc, rows, cols, adds, stream, a.ld);
             } else {
+              if (a_in_place && jr == 0)
+                PackTransposedA<C, MR>(a, ic + ir, rows, m1, pc, kc, ap + ir * kc);
               MicroTile<C, V, MR, NV, true, false>(kc, apanel, nullptr, panel, c_tile, ldc, rows,
                                                    cols, adds, stream);
             }

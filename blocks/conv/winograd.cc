@@ -58,13 +58,13 @@ BF_CONV_INLINE void WinoFilterT(const C* __restrict w, int64_t cin, int64_t cout
 
 // V[4i + j][t][c] = (B^T d B)[i][j] for the `tiles` tiles of a block, tile t's input pixel (a, b)
 // at px[t * 16 + 4a + b] (a row of zeros outside the input); point xi's matrix at v + xi * vs,
-// rows cin apart. B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
+// rows vrow apart. B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
 template <typename C, typename V, int P, int NV>
-BF_CONV_INLINE void WinoInputT(const C* const* px, int64_t tiles, int64_t cin, int64_t vs,
-                               C* __restrict v) {
+BF_CONV_INLINE void WinoInputT(const C* const* px, int64_t tiles, int64_t cin, int64_t vrow,
+                               int64_t vs, C* __restrict v) {
   for (int64_t t = 0; t < tiles; ++t) {
     const C* const* p = px + t * kPoints;
-    C* vt = v + t * cin;
+    C* vt = v + t * vrow;
 #pragma omp simd
     for (int64_t c = 0; c < cin; ++c) {
       C q[4][4];  // B^T d: rows of the input combined, per input column j
@@ -188,7 +188,7 @@ template <typename C>
 using WinoFilterFn = void (*)(const C*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                               int64_t, C*);
 template <typename C>
-using WinoInputFn = void (*)(const C* const*, int64_t, int64_t, int64_t, C*);
+using WinoInputFn = void (*)(const C* const*, int64_t, int64_t, int64_t, int64_t, C*);
 template <typename C>
 using WinoOutputFn = void (*)(const C*, int64_t, int64_t, int64_t, C* const*);
 template <typename C>
@@ -202,9 +202,10 @@ using WinoFilterGradFn = void (*)(const C*, int64_t, int64_t, int64_t, int64_t, 
                   (const C* w, int64_t cin, int64_t cout, int64_t c0, int64_t c1, int64_t k0, \
                    int64_t k1, int64_t us, C* u),                                             \
                   (w, cin, cout, c0, c1, k0, k1, us, u))                                      \
-  BF_CONV_ISA_FNS(WinoInput, WinoInputT, C, WinoInputFn<C>,                                   \
-                  (const C* const* px, int64_t tiles, int64_t cin, int64_t vs, C* v),         \
-                  (px, tiles, cin, vs, v))                                                    \
+  BF_CONV_ISA_FNS(                                                                            \
+      WinoInput, WinoInputT, C, WinoInputFn<C>,                                               \
+      (const C* const* px, int64_t tiles, int64_t cin, int64_t vrow, int64_t vs, C* v),       \
+      (px, tiles, cin, vrow, vs, v))                                                          \
   BF_CONV_ISA_FNS(WinoOutput, WinoOutputT, C, WinoOutputFn<C>,                                \
                   (const C* m, int64_t tiles, int64_t cout, int64_t ms, C* const* py),        \
                   (m, tiles, cout, ms, py))                                                   \
@@ -390,7 +391,7 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
         grid.Inputs(t0 + i, x, zeros.data(), px + i * kPoints);
         grid.Outputs(t0 + i, y + k0, scratch, py + i * kTileOut * kTileOut);
       }
-      input(px, count, cin, vs, v);
+      input(px, count, cin, cin, vs, v);
       for (int64_t xi = 0; xi < kPoints; ++xi) {
         GemmRows(MatrixView<C>::Dense(v + xi * vs, cin, cin, false),
                  MatrixView<C>::Dense(u.data() + xi * us + k0, cout, kn, false), 0, count, kn, cin,
@@ -433,7 +434,10 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
   // columns).
   const int64_t panels = (cout + tile.nr - 1) / tile.nr;
   const int64_t most = by_columns ? std::min(cout, (panels + nt - 1) / nt * tile.nr) : cout;
-  const int64_t us = PointStride<C>(cin * most), vs = PointStride<C>(tb * cin);
+  // V's rows (a tile's cin values) an odd number of lines apart: the GEMM reads V^T in place,
+  // and its reads down a column of V then spread over every L1 set.
+  const int64_t vrow = PointStride<C>(cin);
+  const int64_t us = PointStride<C>(cin * most), vs = PointStride<C>(tb * vrow);
   const int64_t ds = PointStride<C>(tb * most);
   const int64_t part_step = ThreadStride<C>(kPoints * us, nt);
   FilterPlanes<C> sums(nt * part_step, kSlotPartialSums);
@@ -473,10 +477,10 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
         grid.Inputs(b0 + i, x, zeros.data(), px + i * kPoints);
         grid.Outputs(b0 + i, dy + k0, zeros.data(), py + i * kTileOut * kTileOut);
       }
-      input(px, count, cin, vs, v);
+      input(px, count, cin, vrow, vs, v);
       out_backprop(py, count, kn, ds, d);
       for (int64_t xi = 0; xi < kPoints; ++xi) {
-        GemmRows(MatrixView<C>::Dense(v + xi * vs, cin, cin, true),
+        GemmRows(MatrixView<C>::Dense(v + xi * vs, vrow, cin, true),
                  MatrixView<C>::Dense(d + xi * ds, kn, kn, false), 0, cin, kn, count, du + xi * us,
                  kn, gw, tile, ctx, nullptr, false, /*accumulate=*/b0 > t0);
       }
