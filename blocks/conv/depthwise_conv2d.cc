@@ -115,7 +115,7 @@ bool SweepsFit(const ConvGeometry& g) {
 // Whether the forward row kernel takes g's rows (their inner rows at least) in sweeps.
 template <typename C>
 bool ForwardSweeps(const ConvGeometry& g) {
-  return SweepsFit<C>(g) && (ActiveIsa() == Isa::kAvx512 || ActiveIsa() == Isa::kAvx2);
+  return SweepsFit<C>(g) && ActiveIsa() != Isa::kBase;
 }
 
 // What a forward row kernel prefetches while it works on a row. Where its operands outgrow the

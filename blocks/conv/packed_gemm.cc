@@ -560,12 +560,18 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
           }
           if (!a.transposed && !in_place)
             PackRowPanel<C, MR>(a, ic + ir, rows, pc, kc, ap + ir * kc);
+          // A transposed A read in place: whole micro-panels where they are, a last one of fewer
+          // than MR rows packed.
+          const bool panel_in_place = a_in_place && rows == MR;
+          if (a_in_place && !panel_in_place)
+            PackTransposedA<C, MR>(a, ic + ir, rows, m1, pc, kc, ap + ir * kc);
+          const C* __restrict apanel = panel_in_place ? a.data + pc * a.ld + ic + ir : ap + ir * kc;
+          const int64_t a_step = panel_in_place ? a.ld : MR;
           C* crow = cblock + (ic - m0 + ir) * ldc;
           const bool packs = packs_first && ic == m0 && ir == 0;
           for (int64_t jr = 0; jr < nc; jr += NR) {
             const int64_t cols = std::min(NR, nc - jr);
             next.Tile();
-            const C* __restrict apanel = ap + ir * kc;
             C* __restrict c_tile = crow + jr;
             PanelB<C> panel{bp + jr * kc};
             if (packs) {
@@ -589,14 +595,9 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
                 continue;
               MicroTile<C, V, MR, NV, false, false>(kc, nullptr, rowp, panel, c_tile, ldc, rows,
                                                     cols, adds, stream);
-            } else if (a_in_place && rows == MR) {  // A^T's rows read where they are
-              MicroTile<C, V, MR, NV, true, false>(kc, a.data + pc * a.ld + ic + ir, nullptr, panel,
-                                                   c_tile, ldc, rows, cols, adds, stream, a.ld);
             } else {
-              if (a_in_place && jr == 0)
-                PackTransposedA<C, MR>(a, ic + ir, rows, m1, pc, kc, ap + ir * kc);
               MicroTile<C, V, MR, NV, true, false>(kc, apanel, nullptr, panel, c_tile, ldc, rows,
-                                                   cols, adds, stream);
+                                                   cols, adds, stream, a_step);
             }
           }
         }
