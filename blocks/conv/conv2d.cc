@@ -1480,10 +1480,11 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
   work->resize(static_cast<size_t>(nt * per_thread));
 #pragma omp parallel num_threads(nt)
   {
-    const int t = omp_get_thread_num();
+    // Split over the threads the region got (OpenMP may give fewer than asked).
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
     C* mine = work.data() + t * per_thread;
     if (by_columns) {
-      const auto [n0, n1] = RowsOf(n, nt, t, tile.nr);
+      const auto [n0, n1] = RowsOf(n, team, t, tile.nr);
       if (n0 < n1) {
         MatrixView<C> bt = b.Shifted(n0);
         bt.extent = n1 - n0;
@@ -1497,7 +1498,7 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
         }
       }
     } else {
-      const auto [m0, m1] = RowsOf(m, nt, t, tile.mr);
+      const auto [m0, m1] = RowsOf(m, team, t, tile.mr);
       GemmRows(a, b, m0, m1, n, k, c + m0 * n, n, mine, tile, ctx, nullptr, stream);
     }
   }
@@ -1635,12 +1636,13 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   const MatrixView<C> b = DenseB(args.w_t, args.w, co, true);
 #pragma omp parallel num_threads(nt)
   {
-    const int t = omp_get_thread_num();
+    // Split over the threads the region got (OpenMP may give fewer than asked).
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
     C* ap = work.data() + t * per_thread;
-    const int64_t b0 = g.batch * t / nt, b1 = g.batch * (t + 1) / nt;
+    const int64_t b0 = g.batch * t / team, b1 = g.batch * (t + 1) / team;
     if (pointwise) {
       const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
-      const auto [m0, m1] = RowsOf(g.batch * pixels, nt, t, tile.mr);
+      const auto [m0, m1] = RowsOf(g.batch * pixels, team, t, tile.mr);
       GemmRows(a, b, m0, m1, n, co, dx + m0 * ci, ci, ap, tile, ctx);
     } else {
       C* const col = ap + gemm_work;

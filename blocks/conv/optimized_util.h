@@ -429,7 +429,9 @@ constexpr bool WideTiles(int64_t width) {
 /// Runs `row(r, partial)` for every r in [0, rows) on `nt` threads, each adding into its own
 /// zeroed partial sum of `size` elements, then adds the partial sums in thread order and rounds
 /// them into `out`: deterministic for a given thread count, and no atomics. Rows left once `k`
-/// is cancelled are skipped, and `out` is then left as it is.
+/// is cancelled are skipped, and `out` is then left as it is. Where OpenMP gives the region
+/// fewer threads than asked (OMP_THREAD_LIMIT, OMP_DYNAMIC, a region nested in another), the
+/// sums are those of the threads it gave.
 template <typename T, typename C, typename Row>
 void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k, T* out,
                       const Row& row) {
@@ -440,16 +442,20 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
   // Each thread zeroes its own partial sum, in parallel (a 3x3 layer of 128 to 128 channels
   // has 590 KB per thread).
   partial->resize(static_cast<size_t>(nt * stride));
+  int team = nt;  // the threads the region got: the partial sums written
 #pragma omp parallel num_threads(nt)
   {
     C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * stride;
     std::fill(mine, mine + size, C{0});
+#pragma omp single nowait
+    team = omp_get_num_threads();
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       if (!k.cancelled()) row(r, mine);
     }
   }
   if (k.cancelled()) return;
+  nt = team;
   // The sums a chunk at a time, each thread's added in turn (loops the compiler vectorises: one
   // over the threads per element was scalar, 3% of mnv1_dw13's filter gradient on one thread):
   // straight into `out` when it is of the compute type (the first two partial sums' total

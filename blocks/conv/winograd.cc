@@ -364,18 +364,19 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
   const WinoOutputFn<C> output = WinoOutput(C{});
 #pragma omp parallel num_threads(nt)
   {
-    const int t = omp_get_thread_num();
+    // Split over the threads the region got (OpenMP may give fewer than asked).
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
     // This thread's output channels [k0, k1) and blocks of tiles [b0, b1).
     int64_t k0 = 0, k1 = cout, b0 = 0, b1 = plan.blocks;
     if (plan.by_columns) {
       const int64_t panels = (cout + tile.nr - 1) / tile.nr;
-      k0 = std::min(cout, panels * t / nt * tile.nr);
-      k1 = std::min(cout, panels * (t + 1) / nt * tile.nr);
+      k0 = std::min(cout, panels * t / team * tile.nr);
+      k1 = std::min(cout, panels * (t + 1) / team * tile.nr);
       filter(w, cin, cout, 0, cin, k0, k1, us, u.data());
     } else {
-      b0 = plan.blocks * t / nt;
-      b1 = plan.blocks * (t + 1) / nt;
-      filter(w, cin, cout, cin * t / nt, cin * (t + 1) / nt, 0, cout, us, u.data());
+      b0 = plan.blocks * t / team;
+      b1 = plan.blocks * (t + 1) / team;
+      filter(w, cin, cout, cin * t / team, cin * (t + 1) / team, 0, cout, us, u.data());
     }
 #pragma omp barrier
     const int64_t kn = k1 - k0, ms = PointStride<C>(tb * kn);
@@ -452,17 +453,24 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
   const WinoOutBackpropFn<C> out_backprop = WinoOutBackprop(C{});
   const WinoFilterGradFn<C> filter_grad = WinoFilterGrad(C{});
   bool complete = false;  // every thread's sums whole (no cancellation): dw is written
+  int got = nt;           // the threads the region got
 #pragma omp parallel num_threads(nt)
   {
-    const int t = omp_get_thread_num();
+    // Split over the threads the region got (OpenMP may give fewer than asked), but planes
+    // sized for nt threads' columns have no room for a smaller team's: that team sums nothing,
+    // and the run is planned again below for the threads it had.
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    const bool replan = by_columns && team < nt;
     // This thread's output channels [k0, k1) and tiles [t0, t1).
     int64_t k0 = 0, k1 = cout, t0 = 0, t1 = tiles;
-    if (by_columns) {
-      k0 = std::min(cout, panels * t / nt * tile.nr);
-      k1 = std::min(cout, panels * (t + 1) / nt * tile.nr);
+    if (replan) {
+      k1 = 0;
+    } else if (by_columns) {
+      k0 = std::min(cout, panels * t / team * tile.nr);
+      k1 = std::min(cout, panels * (t + 1) / team * tile.nr);
     } else {
-      t0 = tiles * t / nt;
-      t1 = tiles * (t + 1) / nt;
+      t0 = tiles * t / team;
+      t1 = tiles * (t + 1) / team;
     }
     C* const du = sums.data() + t * part_step;
     C* const gw = work.data() + t * per_thread;
@@ -491,14 +499,22 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
     // A cancelled run leaves dw as it was.
 #pragma omp barrier
 #pragma omp single
-    complete = !ctx.cancelled();
+    {
+      complete = !ctx.cancelled() && !replan;
+      got = team;
+    }
     if (complete && sharing == 1 && kn > 0)
       filter_grad(du, kn, us, 1, 0, cin, kn, cout, plane, dw + k0);
     if (complete && sharing > 1) {
-      const int64_t c0 = cin * t / nt, c1 = cin * (t + 1) / nt;
-      filter_grad(sums.data() + c0 * cout, cout, us, nt, part_step, c1 - c0, cout, cout, plane,
+      const int64_t c0 = cin * t / team, c1 = cin * (t + 1) / team;
+      filter_grad(sums.data() + c0 * cout, cout, us, team, part_step, c1 - c0, cout, cout, plane,
                   dw + c0 * cout);
     }
+  }
+  if (by_columns && got < nt && !ctx.cancelled()) {
+    KernelContext fewer = ctx;
+    fewer.num_threads = got;
+    WinogradFilterGradRun(g, x, dy, dw, fewer);
   }
 }
 

@@ -4,6 +4,7 @@
 // are multiples of 1/128 (1/64 for bfloat16), so every float32 partial sum is exact and both
 // kernels, accumulating in float32 and rounding once, must agree bit for bit.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -380,12 +381,13 @@ TEST(GemmPath, SameBitsAtEveryThreadCount) {
 // that cancel to well below the terms' size, passes the grid's 2e-5.
 constexpr ::blockflow::testing::Tolerance kSuiteTolerance{2e-4, 1e-12};
 
-TEST(ShapeSuite, OptimizedMatchesReferenceThroughTheBlock) {
+// Every op of every shape of the benchmark suite (see the test below) as a block case, named.
+std::vector<std::pair<std::string, BlockCase>> SuiteCases() {
   Expected<std::vector<SuiteShape>> suite = LoadShapeSuite(BF_BENCH_SHAPES);
-  ASSERT_TRUE(suite.ok()) << suite.status().message();
-  ASSERT_FALSE(suite->empty());
+  EXPECT_TRUE(suite.ok()) << suite.status().message();
+  if (!suite.ok()) return {};
   std::mt19937_64 rng(31);
-  int checked = 0;
+  std::vector<std::pair<std::string, BlockCase>> cases;
   for (const SuiteShape& s : *suite) {
     const Shape& full = s.input;
     const Shape in =
@@ -393,7 +395,8 @@ TEST(ShapeSuite, OptimizedMatchesReferenceThroughTheBlock) {
                 : Shape{1, std::min<int64_t>(13, full.dim(1)), std::min<int64_t>(13, full.dim(2)),
                         full.dim(3)};
     Expected<ConvState> state = s.State(ConvOp::kForward, in);
-    ASSERT_TRUE(state.ok()) << s.name << ": " << state.status().message();
+    EXPECT_TRUE(state.ok()) << s.name << ": " << state.status().message();
+    if (!state.ok()) return {};
     const Tensor x = RandomTensor(DType::kFloat32, in, rng);
     const Tensor w = RandomTensor(DType::kFloat32, s.filter, rng);
     const Tensor dy =
@@ -407,13 +410,54 @@ TEST(ShapeSuite, OptimizedMatchesReferenceThroughTheBlock) {
       if (op == ConvOp::kBackpropFilter) {
         c.inputs = {{"input", x}, {"filter_sizes", SizesTensor(s.filter)}, {"out_backprop", dy}};
       }
-      // The reference once (at 2 threads), the optimized kernels at 1 and 2.
-      EXPECT_TRUE(CompareBlockKernels(c, {2, 1}, kSuiteTolerance))
-          << s.name << " " << in.ToString();
-      checked += 2;
+      cases.emplace_back(s.name + " " + in.ToString(), std::move(c));
     }
   }
-  EXPECT_GE(checked, 2 * 3 * static_cast<int>(suite->size()));
+  return cases;
+}
+
+TEST(ShapeSuite, OptimizedMatchesReferenceThroughTheBlock) {
+  const std::vector<std::pair<std::string, BlockCase>> cases = SuiteCases();
+  ASSERT_FALSE(cases.empty());
+  for (const auto& [name, c] : cases) {
+    // The reference once (at 2 threads), the optimized kernels at 1 and 2.
+    EXPECT_TRUE(CompareBlockKernels(c, {2, 1}, kSuiteTolerance)) << name;
+  }
+  Expected<std::vector<SuiteShape>> suite = LoadShapeSuite(BF_BENCH_SHAPES);
+  ASSERT_TRUE(suite.ok());
+  EXPECT_GE(cases.size(), 3 * suite->size());
+}
+
+// OpenMP may give a parallel region fewer threads than its num_threads clause asks
+// (OMP_THREAD_LIMIT, OMP_DYNAMIC, a region nested in another): the kernels split their work and
+// add their per-thread sums over the threads they got. Called from inside a parallel region
+// with nesting off, a kernel asked for 2 threads gets 1; every op of the suite's shapes, with
+// Winograd on and off, still equals the reference. (Split over the 2 threads they had asked
+// for, the GEMM and Winograd kernels had left half their results unwritten, and the summed
+// filter gradients had added a partial sum no thread wrote.)
+TEST(SmallerTeams, KernelsSplitOverTheThreadsTheyGet) {
+  const std::vector<std::pair<std::string, BlockCase>> cases = SuiteCases();
+  ASSERT_FALSE(cases.empty());
+  const int levels = omp_get_max_active_levels();
+  omp_set_max_active_levels(1);
+  for (bool winograd : {true, false}) {
+    const WinogradSetting setting(winograd);
+    for (const auto& [name, block] : cases) {
+      const BlockCase& c = block;  // not a structured binding: OpenMP regions capture it
+      ::testing::AssertionResult result = ::testing::AssertionFailure() << "not run";
+      int outer = 0;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+      {
+        outer = omp_get_num_threads();
+        result = CompareBlockKernels(c, {2}, kSuiteTolerance);
+      }
+      // The outer team must be active for the kernels' regions to be cut to one thread.
+      ASSERT_EQ(outer, 2) << "the host gives no second thread";
+      EXPECT_TRUE(result) << name << (winograd ? "" : " (Winograd off)");
+    }
+  }
+  omp_set_max_active_levels(levels);
 }
 
 // Problem p's op (0 forward, 1 input gradient, 2 filter gradient) in `dtype` on random
