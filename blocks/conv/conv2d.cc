@@ -132,21 +132,22 @@ void PackForwardFilterFrom(const ConvGeometry& g, const PanelSource<C>& src, Wor
 
 #if defined(BF_CONV_ASM_TILES)
 // clang-format off
-// Pixel p's products for one step: its input at displacement bf_d from `addr`, broadcast inside
-// each fused multiply-add ({1to16}), times the step's four filter vectors zmm28-31.
+// Pixel p's products for one step: its input at displacement bf_d from `addr`, broadcast into
+// zmm31, times the step's four filter vectors: three in zmm28-30, the fourth read from the
+// panel (L1) by its multiply-add.
 #define BF_QUAD_PIXEL(addr, a0, a1, a2, a3)                                                        \
-  "vfmadd231ps bf_d" addr "%{1to16%}, %%zmm28, %%zmm" #a0 "\n\t"                                  \
-  "vfmadd231ps bf_d" addr "%{1to16%}, %%zmm29, %%zmm" #a1 "\n\t"                                  \
-  "vfmadd231ps bf_d" addr "%{1to16%}, %%zmm30, %%zmm" #a2 "\n\t"                                  \
-  "vfmadd231ps bf_d" addr "%{1to16%}, %%zmm31, %%zmm" #a3 "\n\t"
+  "vbroadcastss bf_d" addr ", %%zmm31\n\t"                                                         \
+  "vfmadd231ps %%zmm31, %%zmm28, %%zmm" #a0 "\n\t"                                                \
+  "vfmadd231ps %%zmm31, %%zmm29, %%zmm" #a1 "\n\t"                                                \
+  "vfmadd231ps %%zmm31, %%zmm30, %%zmm" #a2 "\n\t"                                                \
+  "vfmadd231ps bf_w + 64(%[w], %[pb]), %%zmm31, %%zmm" #a3 "\n\t"
 // One step: the two pairs' vectors (bf_w bytes into the first pair's panel, and `pb` bytes
-// further, into the second's), then the 7 pixels at x + p * ps, as base plus scaled index with
-// i1 = ps, i3 = 3 * ps, i5 = 5 * ps.
+// further, into the second's; the last one read by each multiply-add), then the 7 pixels at
+// x + p * ps, as base plus scaled index with i1 = ps, i3 = 3 * ps, i5 = 5 * ps.
 #define BF_QUAD_STEP                                                                               \
   "vmovups bf_w(%[w]), %%zmm28\n\t"                                                                \
   "vmovups bf_w + 64(%[w]), %%zmm29\n\t"                                                           \
   "vmovups bf_w(%[w], %[pb]), %%zmm30\n\t"                                                         \
-  "vmovups bf_w + 64(%[w], %[pb]), %%zmm31\n\t"                                                    \
   BF_QUAD_PIXEL("(%[x])", 0, 1, 2, 3)                                                              \
   BF_QUAD_PIXEL("(%[x], %[i1])", 4, 5, 6, 7)                                                       \
   BF_QUAD_PIXEL("(%[x], %[i1], 2)", 8, 9, 10, 11)                                                  \
@@ -167,13 +168,15 @@ void PackForwardFilterFrom(const ConvGeometry& g, const PanelSource<C>& src, Wor
 // time, and of AVX2's). Pixel p's four vectors are stored at y + p * ys bytes, past the caches
 // when `nt`.
 //
-// 28 sums and the step's 4 filter vectors take all 32 registers, so the inputs are broadcast
-// inside the multiply-adds. Against the compiled 7 x 2 tiles, which read each input once per
-// pair and broadcast it into a register of its own (one pinned core, 3 + 3 processes alternated):
-// resnet_56x64's forward and input gradient (a forward at stride 1) 1.4% and 1.6% faster,
-// 28x128's 1.25% and 1.05%, the stride-2 forward 0.65%. A 14 x 2 tile in asm (one pair, 14
-// pixels) measured 0.5-1.5% slower than the compiled 7 x 2 with its inputs broadcast into
-// registers and about the same with them inside the multiply-adds.
+// 28 sums, 3 filter vectors and the broadcast input take all 32 registers: a step makes 3 + 7
+// + 7 loads for its 28 multiply-adds. With all 4 filter vectors in registers and each input
+// broadcast inside the multiply-adds ({1to16}: 4 + 28 loads), a Zen 5 core (two 512-bit
+// multiply-adds a cycle) ran slower, one pinned core, builds alternated 8 rounds, minima: the
+// stride-2 28x128 forward 2.04 -> 1.92 ms, and with Winograd off resnet_56x64's forward and
+// input gradient 8.54 -> 7.80 and 8.77 -> 7.67. On the earlier Zen 4 host the {1to16} form had
+// beaten the compiled 7 x 2 tiles, which read each input once per pair and broadcast it into a
+// register of its own, by 0.65-1.6%. A 14 x 2 tile in asm (one pair, 14 pixels) measured
+// 0.5-1.5% slower than the compiled 7 x 2 there.
 inline void QuadTileAvx512(const float* const* xk, int64_t rows, const float* w, int64_t pb,
                            int64_t run, int64_t ps, float* y, int64_t ys, bool nt) {
   const int64_t i1 = ps, i3 = 3 * ps, i5 = 5 * ps, row_bytes = run * 128, nt64 = nt ? 1 : 0;

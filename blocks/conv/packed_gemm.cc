@@ -302,12 +302,11 @@ struct PanelB {
 // products fused into the sums in MicroTile's order (its bits, and AVX2's); `accumulate` adds
 // to what c holds, else stored past the caches when `nt`. Each value of A is broadcast into a
 // register that its four multiply-adds share: 10 loads a step for 24 multiply-adds. With the
-// broadcasts inside the multiply-adds ({1to16}, as the direct forward's QuadTileAvx512 has them,
-// where no register is left over) a step takes 28 loads: on a Zen 4 EPYC, whose 512-bit units
-// take a multiply-add a cycle, that measured 0.3-1.8% faster than the broadcasts compiled into
-// registers; on a Zen 5 EPYC, which takes two a cycle, the loads were the limit: the builds
-// alternated, 3-4 rounds, one pinned core: the 1x1 layer's forward 0.84-0.91 of the time, its
-// input gradient 0.81-0.86, fc6's 0.87-0.88 and 0.82-0.84, the Winograd forward and input
+// broadcasts inside the multiply-adds ({1to16}) a step takes 28 loads: on a Zen 4 EPYC, whose
+// 512-bit units take a multiply-add a cycle, that measured 0.3-1.8% faster than the broadcasts
+// compiled into registers; on a Zen 5 EPYC, which takes two a cycle, the loads were the limit: the
+// builds alternated, 3-4 rounds, one pinned core: the 1x1 layer's forward 0.84-0.91 of the time,
+// its input gradient 0.81-0.86, fc6's 0.87-0.88 and 0.82-0.84, the Winograd forward and input
 // gradient of resnet_28x128 0.88-0.91 (two threads: 0.87-0.98).
 inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float* bp, float* c,
                               int64_t ldc, bool accumulate, bool nt) {
