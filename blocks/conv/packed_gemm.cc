@@ -519,11 +519,19 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
   const bool a_in_place = a.transposed && a.kind == MatrixView<C>::Kind::kDense &&
                           a.data != nullptr && a.ld * static_cast<int64_t>(sizeof(C)) % 128 == 64;
   C* wide = bp + BBlockElements(NR, sizeof(C));  // B's runs widened from 16-bit floats
+  // A B of one whole panel's columns, stored rows NR apart, already is its packed panel (the
+  // Winograd kernels' B on 64 output channels: the forward's transformed filter, the filter
+  // gradient's transformed out_backprop): read in place. One pinned core, 200 calls paired with
+  // packing it: resnet_56x64's filter gradient 0.92 of its time (its GEMMs have 64 rows, so
+  // packing B cost a store per 11 tiles' loads of it), the forward and input gradient 1.00 (their
+  // B serves hundreds of rows). Laying the filter gradient's D out in panels for every width (a
+  // GEMM per panel) measured no better on resnet_28x128 and 1.07-1.21 of the time on fc6.
   // A row-major A (a plain matrix, or im2col rows along the taps) is read in place where each
   // of a micro-panel's MR rows holds the block's kc values contiguously (inside the input):
   // packing would cost one store per element for every block of Nc columns. Other micro-panels
   // (rows reaching into the padding or across a tap boundary) are packed just before their
   // tiles. A transposed A is packed a block at a time.
+  const bool b_in_place = !b.transposed && b.data != nullptr && b.ld == NR && n == NR;
   for (int64_t jc = 0; jc < n; jc += Nc) {
     const int64_t nc = std::min(Nc, n - jc);
     C* cblock = sink == nullptr ? c + jc : c;
@@ -537,9 +545,11 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
       // adds, where a separate pass read them before any tile ran. One pinned core, 3 processes
       // of each alternated: fc6's forward 45.0 -> 44.4 ms, the 1x1 layer's 7.37 -> 7.30. (Not
       // where A is transposed: fc6's filter gradient took 1% longer.)
-      const bool packs_first =
-          !a.transposed && !b.transposed && b.data != nullptr && nc % NR == 0 && jc + nc <= n;
-      if (!packs_first) PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp, wide);
+      const bool packs_first = !b_in_place && !a.transposed && !b.transposed && b.data != nullptr &&
+                               nc % NR == 0 && jc + nc <= n;
+      if (!packs_first && !b_in_place) PackB<C, V, NR>(b, pc, kc, jc, nc, n, bp, wide);
+      // Only the packing tiles write the panel (packs_first), never one read in place.
+      C* const bblock = b_in_place ? const_cast<C*>(b.data + pc * NR) : bp;
       const int64_t tiles = (m1 - m0 + MR - 1) / MR * ((nc + NR - 1) / NR);
       NextBlockPrefetch next = PrefetchAfter(b, jc, pc, n, k, Kc, Nc, tiles);
       for (int64_t ic = m0; ic < m1; ic += Mc) {
@@ -572,7 +582,7 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
             const int64_t cols = std::min(NR, nc - jr);
             next.Tile();
             C* __restrict c_tile = crow + jr;
-            PanelB<C> panel{bp + jr * kc};
+            PanelB<C> panel{bblock + jr * kc};
             if (packs) {
               panel.src = b.data + pc * b.ld + jc + jr;
               panel.ld = b.ld;
