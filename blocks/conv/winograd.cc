@@ -280,11 +280,16 @@ struct TileGrid {
 // and blocks of about kBlockTiles tiles keep their transformed inputs and products (16 x 96
 // rows of cin and of cout values) in L2 as well; the threads split the blocks. A larger filter
 // comes from further out once per block, so its blocks take up to kMostTiles tiles, and where
-// the output channels fill a GEMM panel per thread the threads split those instead: each then
-// transforms and reads only its columns of the filter, and transforms every tile's input
-// itself (fc6's forward on two threads, 32 MB of planes: 14.1-16.7 ms with the tiles split,
-// each thread reading all of them, 14.2-14.6 with the channels split, against 24.6 on one).
-constexpr int64_t kBlockTiles = 96, kMostTiles = 384;
+// the output channels give each thread kWinoThreadColumns of them the threads split those
+// instead: each then transforms and reads only its columns of the filter, and transforms every
+// tile's input itself (fc6's forward on two threads, 32 MB of planes: 14.1-16.7 ms with the
+// tiles split, each thread reading all of them, 14.2-14.6 with the channels split, against 24.6
+// on one). With fewer columns a thread, transforming every input twice costs more than the
+// filter's reads: split by a GEMM panel (64 columns) a thread, resnet_28x128's forward on two
+// threads took 1.15 of the time of the tiles split (100 calls paired), 256 -> 256 and 128 ->
+// 256 layers 1.08-1.10, where 512 output channels split two ways measured 0.98-1.03 and fc6's
+// 1024 0.95.
+constexpr int64_t kBlockTiles = 96, kMostTiles = 384, kWinoThreadColumns = 256;
 struct WinoPlan {
   bool by_columns = false;  // the threads split the output channels, not the tiles
   int64_t tb = 0;           // tiles per block, a multiple of the GEMM tile's rows
@@ -295,7 +300,7 @@ WinoPlan PlanWinograd(int64_t tiles, int64_t cin, int64_t cout, size_t elem_size
   const int64_t planes_bytes = kPoints * cin * cout * static_cast<int64_t>(elem_size);
   const bool large = planes_bytes > CacheBytes(2, int64_t{1} << 20) / 2;
   WinoPlan p;
-  p.by_columns = large && nt > 1 && cout >= int64_t{nt} * tile.nr;
+  p.by_columns = large && nt > 1 && cout >= int64_t{nt} * kWinoThreadColumns;
   const int64_t sharing = p.by_columns ? 1 : nt;  // threads among which the tiles are split
   const int64_t own = (tiles + sharing - 1) / sharing;
   const int64_t wanted = large ? std::clamp<int64_t>(own, kBlockTiles, kMostTiles) : kBlockTiles;

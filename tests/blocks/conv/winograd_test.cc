@@ -35,11 +35,13 @@ std::vector<Problem> WinogradProblems() {
       {"NHWC", "EXPLICIT", 1, 5, 7, 48, 35, 2, 0, 3, 1},  // padding wider than the filter reach
       {"NHWC", "SAME", 3, 30, 31, 32, 64},                // 720 tiles: several blocks per thread
       {"NHWC", "VALID", 1, 4, 4, 40, 36},                 // 2 x 2 outputs: one tile
-      // A transformed filter past half of a 1 MB L2 (16 x 96 x 160 floats): two threads split
-      // the 160 output channels (a 64-wide GEMM panel and the rest), not the tiles.
+      // A transformed filter past half of a 1 MB L2 (16 x 96 x 160 floats) whose 160 output
+      // channels are too few to split (256 a thread): the threads split the tiles, each reading
+      // the whole filter.
       {"NHWC", "VALID", 2, 5, 6, 96, 160},
       // Filter-gradient sums of 8.5 MB (16 x 256 x 520 floats): more than 16 MB for two
-      // threads' own, so two or three threads split the output channels (SplitsColumns).
+      // threads' own, so two or three threads split the output channels (SplitsColumns); the
+      // forward's two threads split them too (256 and 264: a partial panel).
       {"NHWC", "VALID", 1, 4, 5, 256, 520},
   };
   std::vector<Problem> out;
