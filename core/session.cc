@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <set>
@@ -43,7 +44,17 @@ std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& an
   return fetches;
 }
 
-int DefaultNumThreads() { return std::max(1, omp_get_num_procs()); }
+int DefaultNumThreads() {
+  // OMP_NUM_THREADS's first level ("4" or "4,2"), as OpenMP programs take it; otherwise the cores
+  // this process may run on (taskset, a cpuset, mpirun's binding).
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && (*end == '\0' || *end == ',') && n >= 1 && n <= (1 << 16))
+      return static_cast<int>(n);
+  }
+  return std::max(1, omp_get_num_procs());
+}
 
 Expected<std::shared_ptr<const void>> PrepareNode(const OpSchema& schema, const NodeInfo& info) {
   if (!schema.prepare()) return std::shared_ptr<const void>();

@@ -35,7 +35,7 @@ class ExecutionObserver {
 
 /// How to run.
 struct RunOptions {
-  int num_threads = 0;                        // threads per kernel; 0 = all cores
+  int num_threads = 0;                        // threads per kernel; 0 = DefaultNumThreads()
   int max_parallel_nodes = 0;                 // nodes running at once; 0 = automatic (one)
   bool force_reference_kernels = false;       // diff whole graphs against the reference path
   const std::atomic<bool>* cancel = nullptr;  // set to true to stop between and inside nodes
@@ -114,7 +114,8 @@ Status RunNodeKernel(const OpSchema& schema, const NodeInfo& info,
 std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& analysis,
                                      const OpRegistry& registry = OpRegistry::Global());
 
-/// The number of threads `RunOptions::num_threads == 0` means (all cores).
+/// The number of threads `RunOptions::num_threads == 0` means: OMP_NUM_THREADS's first number
+/// when it is set to one, else every core this process may run on.
 int DefaultNumThreads();
 
 }  // namespace blockflow

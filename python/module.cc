@@ -524,7 +524,8 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init<const Graph&, std::optional<int>, const py::object&>(), py::arg("graph"),
            py::arg("threads") = py::none(), py::arg("memory_limit") = py::none(),
            "Raises InvalidGraph (every problem) when the graph is not valid. threads: the "
-           "threads each block uses (None: every core). memory_limit: bytes, or a string such "
+           "threads each block uses (None: OMP_NUM_THREADS if set, else every core). memory_limit: "
+           "bytes, or a string such "
            "as '512M' or '2G' (None: half of this machine's memory); a graph or feed whose "
            "tensors need more is refused before anything is allocated.")
       .def(py::init([](const PyScope& scope, std::optional<int> threads,

@@ -38,7 +38,8 @@ const std::map<std::string, CommandHelp>& Helps() {
         "                      feeds nothing\n"
         "  --out DIR           write DIR/ID.npy (output 0) and DIR/ID.K.npy (output K), a '/'\n"
         "                      in an ID making a subfolder; all files are written or none\n"
-        "  --threads N         threads per kernel (default: all cores)\n"
+        "  --threads N         threads per kernel (default: OMP_NUM_THREADS if set, else\n"
+        "                      every core)\n"
         "  --profile           print every block's time and peak memory (pool bytes it added\n"
         "                      at its peak) after the run; blocks then run one at a time\n"
         "  --trace FILE.json   write a Chrome trace of the run (chrome://tracing, Perfetto):\n"
@@ -80,7 +81,8 @@ const std::map<std::string, CommandHelp>& Helps() {
         "                      one, a Placeholder is fed from its graph's ui.feed file if any\n"
         "  --warmup K          untimed runs first, of the graph and of each block (default 2)\n"
         "  --repeat N          timed runs, of the graph and of each block (default 10, >= 1)\n"
-        "  --threads N         threads per kernel (default: all cores)\n"
+        "  --threads N         threads per kernel (default: OMP_NUM_THREADS if set, else\n"
+        "                      every core)\n"
         "  --reference         time the reference kernels (the plain-loop definitions)\n" +
             kGraphSafetyFlags +
             "  --json              print {\"nodes\": [{\"id\", \"op\", \"ms_min\", \"ms_median\",\n"

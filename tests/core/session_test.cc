@@ -1,10 +1,13 @@
 #include "core/session.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "blocks/register_blocks.h"
@@ -258,6 +261,30 @@ TEST(SessionTest, AllOutputsAreReported) {
   ASSERT_TRUE(s.Run({{"a", Tensor::FromVector<float>({1, 2})}}, {"c"}, &out, opt).ok());
   EXPECT_EQ(all.size(), 3u);
   EXPECT_EQ(all["b"][0].data<float>()[0], 2.0f);
+}
+
+// The default thread count is OMP_NUM_THREADS's first number when it is set to one, as OpenMP
+// programs take it (mpirun -x OMP_NUM_THREADS=1 keeps one process per core from
+// oversubscribing), else every core the process may run on.
+TEST(DefaultNumThreads, FollowsOmpNumThreads) {
+  const char* old = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = old ? old : "";
+  const int cores = std::max(1, omp_get_num_procs());
+  ::unsetenv("OMP_NUM_THREADS");
+  EXPECT_EQ(DefaultNumThreads(), cores);
+  ::setenv("OMP_NUM_THREADS", "3", 1);
+  EXPECT_EQ(DefaultNumThreads(), 3);
+  ::setenv("OMP_NUM_THREADS", "5,2", 1);  // nested levels: the outer one
+  EXPECT_EQ(DefaultNumThreads(), 5);
+  for (const char* bad : {"", "0", "-2", "two", "4x", "99999999999"}) {
+    ::setenv("OMP_NUM_THREADS", bad, 1);
+    EXPECT_EQ(DefaultNumThreads(), cores) << "'" << bad << "'";
+  }
+  if (old) {
+    ::setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+  } else {
+    ::unsetenv("OMP_NUM_THREADS");
+  }
 }
 
 }  // namespace
