@@ -44,16 +44,20 @@ std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& an
   return fetches;
 }
 
+std::optional<int> ParseOmpNumThreads(const char* text) {
+  if (text == nullptr) return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(text, &end, 10);  // leading spaces skipped
+  if (end == text) return std::nullopt;
+  while (*end == ' ' || *end == '\t') ++end;
+  if ((*end != '\0' && *end != ',') || n < 1 || n > (1 << 16)) return std::nullopt;
+  return static_cast<int>(n);
+}
+
 int DefaultNumThreads() {
-  // OMP_NUM_THREADS's first level ("4" or "4,2"), as OpenMP programs take it; otherwise the cores
-  // this process may run on (taskset, a cpuset, mpirun's binding).
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (end != env && (*end == '\0' || *end == ',') && n >= 1 && n <= (1 << 16))
-      return static_cast<int>(n);
-  }
-  return std::max(1, omp_get_num_procs());
+  // Read once, as the OpenMP runtime reads it (and never while another thread may set it).
+  static const std::optional<int> env = ParseOmpNumThreads(std::getenv("OMP_NUM_THREADS"));
+  return env ? *env : std::max(1, omp_get_num_procs());
 }
 
 Expected<std::shared_ptr<const void>> PrepareNode(const OpSchema& schema, const NodeInfo& info) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,7 +116,11 @@ std::vector<std::string> SinkOutputs(const Graph& graph, const GraphAnalysis& an
                                      const OpRegistry& registry = OpRegistry::Global());
 
 /// The number of threads `RunOptions::num_threads == 0` means: OMP_NUM_THREADS's first number
-/// when it is set to one, else every core this process may run on.
+/// when it is set to one (read once, at the first call), else every core this process may run
+/// on.
 int DefaultNumThreads();
+/// The threads an OMP_NUM_THREADS value gives: its first number ("4", "4,2", spaces around it),
+/// or nullopt where it gives none (unset, empty, not a number from 1 to 65536).
+std::optional<int> ParseOmpNumThreads(const char* text);
 
 }  // namespace blockflow

@@ -5,7 +5,10 @@
 //   const float* x = ToNHWC<Half, float>(input, DataFormat::kNCHW, n, h, w, c, &buf, threads);
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -122,10 +125,30 @@ enum ReusedSlot : int {
   kSlotBlockedImages
 };
 
-/// Number of rows of work each thread gets at least, so tiny problems stay on one thread.
+/// Whether TeamBound bounds the threads (on, except in tests of the smaller-team paths).
+inline std::atomic<bool>& TeamBoundOn() {
+  static std::atomic<bool> on{true};
+  return on;
+}
+inline void SetTeamBoundForTesting(bool on) { TeamBoundOn().store(on); }
+
+/// The threads a parallel region asking for `nt` gets, where OpenMP tells in advance: one inside
+/// a region when no more levels may be active (a caller's own parallel region), at most
+/// OMP_THREAD_LIMIT. Kernels plan for it, so that their buffers and splits fit the team. Under
+/// OMP_DYNAMIC a region can still get fewer: the regions split their work over the team they
+/// got.
+inline int TeamBound(int nt) {
+  nt = std::max(1, nt);
+  if (!TeamBoundOn().load(std::memory_order_relaxed)) return nt;
+  if (omp_get_active_level() >= omp_get_max_active_levels()) return 1;
+  return std::clamp(omp_get_thread_limit(), 1, nt);
+}
+
+/// Number of rows of work each thread gets at least, so tiny problems stay on one thread; at
+/// most TeamBound(num_threads).
 inline int ThreadsFor(int num_threads, int64_t work_items, int64_t min_items_per_thread = 1) {
   int64_t t = std::max<int64_t>(1, work_items / std::max<int64_t>(1, min_items_per_thread));
-  return static_cast<int>(std::clamp<int64_t>(t, 1, std::max(1, num_threads)));
+  return static_cast<int>(std::clamp<int64_t>(t, 1, TeamBound(num_threads)));
 }
 
 /// Threads for `items` whole work items of `per_item` multiply-adds each: ThreadsFor's rule, and

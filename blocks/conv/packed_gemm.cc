@@ -602,7 +602,8 @@ BF_CONV_INLINE void GemmRowsT(const MatrixView<C>& a, const MatrixView<C>& b, in
   // packing would cost one store per element for every block of Nc columns. Other micro-panels
   // (rows reaching into the padding or across a tap boundary) are packed just before their
   // tiles. A transposed A is packed a block at a time.
-  const bool b_in_place = !b.transposed && b.data != nullptr && b.ld == NR && n == NR;
+  const bool b_in_place = b.kind == MatrixView<C>::Kind::kDense && !b.transposed &&
+                          b.data != nullptr && b.ld == NR && n == NR;
   for (int64_t jc = 0; jc < n; jc += Nc) {
     const int64_t nc = std::min(Nc, n - jc);
     C* cblock = sink == nullptr ? c + jc : c;

@@ -435,84 +435,87 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
   if (!by_columns) nt = static_cast<int>(std::min<int64_t>(nt, tiles));
   const int64_t sharing = by_columns ? 1 : nt;  // threads among which the tiles are split
   const int64_t tb = std::min(kFilterBlockTiles, (tiles + sharing - 1) / sharing);
-  // Per thread: its planes of dU (16 x cin x its columns, at most `most`), the GEMM's
-  // workspace, and a block's transformed inputs (16 x tb x cin) and out_backprop (16 x tb x its
-  // columns).
-  const int64_t panels = (cout + tile.nr - 1) / tile.nr;
-  const int64_t most = by_columns ? std::min(cout, (panels + nt - 1) / nt * tile.nr) : cout;
-  // V's rows (a tile's cin values) an odd number of lines apart: the GEMM reads V^T in place,
-  // and its reads down a column of V then spread over every L1 set.
-  const int64_t vrow = PointStride<C>(cin);
-  const int64_t us = PointStride<C>(cin * most), vs = PointStride<C>(tb * vrow);
-  const int64_t ds = PointStride<C>(tb * most);
-  const int64_t part_step = ThreadStride<C>(kPoints * us, nt);
-  WrittenFirst<C> sums(nt * part_step, kSlotPartialSums);
-  const int64_t gemm_work = WholeLines<C>(GemmWorkspaceElements(tile, sizeof(C)));
-  const int64_t per_thread = ThreadStride<C>(gemm_work + kPoints * (vs + ds), nt);
-  WrittenFirst<C> work(nt * per_thread, kSlotGemmWork);
-  PerThread<const C*> inputs(nt, tb * kPoints);
-  PerThread<const C*> outputs(nt, tb * kTileOut * kTileOut);
-  const WorkBuffer<C> zeros(static_cast<size_t>(std::max(cin, cout)), C{0});
-  const WinoInputFn<C> input = WinoInput(C{});
-  const WinoOutBackpropFn<C> out_backprop = WinoOutBackprop(C{});
-  const WinoFilterGradFn<C> filter_grad = WinoFilterGrad(C{});
-  bool complete = false;  // every thread's sums whole (no cancellation): dw is written
-  int got = nt;           // the threads the region got
-#pragma omp parallel num_threads(nt)
+  int got = nt;  // the threads the region got
+  // The pass's buffers, freed before a pass planned again for fewer threads (below) takes its own.
   {
-    // Split over the threads the region got (OpenMP may give fewer than asked), but planes
-    // sized for nt threads' columns have no room for a smaller team's: that team sums nothing,
-    // and the run is planned again below for the threads it had.
-    const int t = omp_get_thread_num(), team = omp_get_num_threads();
-    const bool replan = by_columns && team < nt;
-    // This thread's output channels [k0, k1) and tiles [t0, t1).
-    int64_t k0 = 0, k1 = cout, t0 = 0, t1 = tiles;
-    if (replan) {
-      k1 = 0;
-    } else if (by_columns) {
-      k0 = std::min(cout, panels * t / team * tile.nr);
-      k1 = std::min(cout, panels * (t + 1) / team * tile.nr);
-    } else {
-      t0 = tiles * t / team;
-      t1 = tiles * (t + 1) / team;
-    }
-    C* const du = sums.data() + t * part_step;
-    C* const gw = work.data() + t * per_thread;
-    C* const v = gw + gemm_work;
-    C* const d = v + kPoints * vs;
-    const C** px = inputs[t];
-    const C** py = outputs[t];
-    const int64_t kn = k1 - k0;
-    for (int64_t b0 = t0; b0 < t1 && kn > 0 && !ctx.cancelled(); b0 += tb) {
-      const int64_t count = std::min(tb, t1 - b0);
-      for (int64_t i = 0; i < count; ++i) {
-        grid.Inputs(b0 + i, x, zeros.data(), px + i * kPoints);
-        grid.Outputs(b0 + i, dy + k0, zeros.data(), py + i * kTileOut * kTileOut);
+    // Per thread: its planes of dU (16 x cin x its columns, at most `most`), the GEMM's
+    // workspace, and a block's transformed inputs (16 x tb x cin) and out_backprop (16 x tb x its
+    // columns).
+    const int64_t panels = (cout + tile.nr - 1) / tile.nr;
+    const int64_t most = by_columns ? std::min(cout, (panels + nt - 1) / nt * tile.nr) : cout;
+    // V's rows (a tile's cin values) an odd number of lines apart: the GEMM reads V^T in place,
+    // and its reads down a column of V then spread over every L1 set.
+    const int64_t vrow = PointStride<C>(cin);
+    const int64_t us = PointStride<C>(cin * most), vs = PointStride<C>(tb * vrow);
+    const int64_t ds = PointStride<C>(tb * most);
+    const int64_t part_step = ThreadStride<C>(kPoints * us, nt);
+    WrittenFirst<C> sums(nt * part_step, kSlotPartialSums);
+    const int64_t gemm_work = WholeLines<C>(GemmWorkspaceElements(tile, sizeof(C)));
+    const int64_t per_thread = ThreadStride<C>(gemm_work + kPoints * (vs + ds), nt);
+    WrittenFirst<C> work(nt * per_thread, kSlotGemmWork);
+    PerThread<const C*> inputs(nt, tb * kPoints);
+    PerThread<const C*> outputs(nt, tb * kTileOut * kTileOut);
+    const WorkBuffer<C> zeros(static_cast<size_t>(std::max(cin, cout)), C{0});
+    const WinoInputFn<C> input = WinoInput(C{});
+    const WinoOutBackpropFn<C> out_backprop = WinoOutBackprop(C{});
+    const WinoFilterGradFn<C> filter_grad = WinoFilterGrad(C{});
+    bool complete = false;  // every thread's sums whole (no cancellation): dw is written
+#pragma omp parallel num_threads(nt)
+    {
+      // Split over the threads the region got (OpenMP may give fewer than asked), but planes
+      // sized for nt threads' columns have no room for a smaller team's: that team sums nothing,
+      // and the run is planned again below for the threads it had.
+      const int t = omp_get_thread_num(), team = omp_get_num_threads();
+      const bool replan = by_columns && team < nt;
+      // This thread's output channels [k0, k1) and tiles [t0, t1).
+      int64_t k0 = 0, k1 = cout, t0 = 0, t1 = tiles;
+      if (replan) {
+        k1 = 0;
+      } else if (by_columns) {
+        k0 = std::min(cout, panels * t / team * tile.nr);
+        k1 = std::min(cout, panels * (t + 1) / team * tile.nr);
+      } else {
+        t0 = tiles * t / team;
+        t1 = tiles * (t + 1) / team;
       }
-      input(px, count, cin, vrow, vs, v);
-      out_backprop(py, count, kn, ds, d);
-      for (int64_t xi = 0; xi < kPoints; ++xi) {
-        GemmRows(MatrixView<C>::Dense(v + xi * vs, vrow, cin, true),
-                 MatrixView<C>::Dense(d + xi * ds, kn, kn, false), 0, cin, kn, count, du + xi * us,
-                 kn, gw, tile, ctx, nullptr, false, /*accumulate=*/b0 > t0);
+      C* const du = sums.data() + t * part_step;
+      C* const gw = work.data() + t * per_thread;
+      C* const v = gw + gemm_work;
+      C* const d = v + kPoints * vs;
+      const C** px = inputs[t];
+      const C** py = outputs[t];
+      const int64_t kn = k1 - k0;
+      for (int64_t b0 = t0; b0 < t1 && kn > 0 && !ctx.cancelled(); b0 += tb) {
+        const int64_t count = std::min(tb, t1 - b0);
+        for (int64_t i = 0; i < count; ++i) {
+          grid.Inputs(b0 + i, x, zeros.data(), px + i * kPoints);
+          grid.Outputs(b0 + i, dy + k0, zeros.data(), py + i * kTileOut * kTileOut);
+        }
+        input(px, count, cin, vrow, vs, v);
+        out_backprop(py, count, kn, ds, d);
+        for (int64_t xi = 0; xi < kPoints; ++xi) {
+          GemmRows(MatrixView<C>::Dense(v + xi * vs, vrow, cin, true),
+                   MatrixView<C>::Dense(d + xi * ds, kn, kn, false), 0, cin, kn, count,
+                   du + xi * us, kn, gw, tile, ctx, nullptr, false, /*accumulate=*/b0 > t0);
+        }
       }
-    }
-    // dw is transformed from complete sums only, by every thread or by none: one thread
-    // decides once all have summed (a thread that saw the cancellation stopped before the
-    // barrier), and the single's own barrier hands the decision and every thread's sums to all.
-    // A cancelled run leaves dw as it was.
+      // dw is transformed from complete sums only, by every thread or by none: one thread
+      // decides once all have summed (a thread that saw the cancellation stopped before the
+      // barrier), and the single's own barrier hands the decision and every thread's sums to all.
+      // A cancelled run leaves dw as it was.
 #pragma omp barrier
 #pragma omp single
-    {
-      complete = !ctx.cancelled() && !replan;
-      got = team;
-    }
-    if (complete && sharing == 1 && kn > 0)
-      filter_grad(du, kn, us, 1, 0, cin, kn, cout, plane, dw + k0);
-    if (complete && sharing > 1) {
-      const int64_t c0 = cin * t / team, c1 = cin * (t + 1) / team;
-      filter_grad(sums.data() + c0 * cout, cout, us, team, part_step, c1 - c0, cout, cout, plane,
-                  dw + c0 * cout);
+      {
+        complete = !ctx.cancelled() && !replan;
+        got = team;
+      }
+      if (complete && sharing == 1 && kn > 0)
+        filter_grad(du, kn, us, 1, 0, cin, kn, cout, plane, dw + k0);
+      if (complete && sharing > 1) {
+        const int64_t c0 = cin * t / team, c1 = cin * (t + 1) / team;
+        filter_grad(sums.data() + c0 * cout, cout, us, team, part_step, c1 - c0, cout, cout, plane,
+                    dw + c0 * cout);
+      }
     }
   }
   if (by_columns && got < nt && !ctx.cancelled()) {

@@ -267,24 +267,15 @@ TEST(SessionTest, AllOutputsAreReported) {
 // programs take it (mpirun -x OMP_NUM_THREADS=1 keeps one process per core from
 // oversubscribing), else every core the process may run on.
 TEST(DefaultNumThreads, FollowsOmpNumThreads) {
-  const char* old = std::getenv("OMP_NUM_THREADS");
-  const std::string saved = old ? old : "";
-  const int cores = std::max(1, omp_get_num_procs());
-  ::unsetenv("OMP_NUM_THREADS");
-  EXPECT_EQ(DefaultNumThreads(), cores);
-  ::setenv("OMP_NUM_THREADS", "3", 1);
-  EXPECT_EQ(DefaultNumThreads(), 3);
-  ::setenv("OMP_NUM_THREADS", "5,2", 1);  // nested levels: the outer one
-  EXPECT_EQ(DefaultNumThreads(), 5);
-  for (const char* bad : {"", "0", "-2", "two", "4x", "99999999999"}) {
-    ::setenv("OMP_NUM_THREADS", bad, 1);
-    EXPECT_EQ(DefaultNumThreads(), cores) << "'" << bad << "'";
-  }
-  if (old) {
-    ::setenv("OMP_NUM_THREADS", saved.c_str(), 1);
-  } else {
-    ::unsetenv("OMP_NUM_THREADS");
-  }
+  EXPECT_EQ(ParseOmpNumThreads("3"), 3);
+  EXPECT_EQ(ParseOmpNumThreads("5,2"), 5);  // nested levels: the outer one
+  EXPECT_EQ(ParseOmpNumThreads(" 4 "), 4);
+  EXPECT_EQ(ParseOmpNumThreads("4 , 2"), 4);
+  for (const char* bad : {"", " ", "0", "-2", "two", "4x", "4.5", "99999999999"})
+    EXPECT_EQ(ParseOmpNumThreads(bad), std::nullopt) << "'" << bad << "'";
+  EXPECT_EQ(ParseOmpNumThreads(nullptr), std::nullopt);
+  const std::optional<int> env = ParseOmpNumThreads(std::getenv("OMP_NUM_THREADS"));
+  EXPECT_EQ(DefaultNumThreads(), env ? *env : std::max(1, omp_get_num_procs()));
 }
 
 }  // namespace

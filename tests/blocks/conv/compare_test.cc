@@ -16,6 +16,7 @@
 
 #include "bench/shape_suite.h"
 #include "blocks/conv/isa.h"
+#include "blocks/conv/layout.h"
 #include "conv_test_util.h"
 #include "tests/util/block_compare.h"
 
@@ -428,36 +429,64 @@ TEST(ShapeSuite, OptimizedMatchesReferenceThroughTheBlock) {
   EXPECT_GE(cases.size(), 3 * suite->size());
 }
 
+// Nesting off (OpenMP's max-active-levels 1) while alive, and the team bound as given; both
+// restored after.
+class NestingOff {
+ public:
+  explicit NestingOff(bool team_bound) : levels_(omp_get_max_active_levels()) {
+    omp_set_max_active_levels(1);
+    internal::SetTeamBoundForTesting(team_bound);
+  }
+  ~NestingOff() {
+    omp_set_max_active_levels(levels_);
+    internal::SetTeamBoundForTesting(true);
+  }
+  NestingOff(const NestingOff&) = delete;
+  NestingOff& operator=(const NestingOff&) = delete;
+
+ private:
+  int levels_;
+};
+
 // OpenMP may give a parallel region fewer threads than its num_threads clause asks
-// (OMP_THREAD_LIMIT, OMP_DYNAMIC, a region nested in another): the kernels split their work and
-// add their per-thread sums over the threads they got. Called from inside a parallel region
-// with nesting off, a kernel asked for 2 threads gets 1; every op of the suite's shapes, with
-// Winograd on and off, still equals the reference. (Split over the 2 threads they had asked
-// for, the GEMM and Winograd kernels had left half their results unwritten, and the summed
-// filter gradients had added a partial sum no thread wrote.)
+// (OMP_THREAD_LIMIT, OMP_DYNAMIC, a region nested in another). Where it tells in advance the
+// kernels plan for the team they will get (TeamBound); where it does not (OMP_DYNAMIC) they split
+// their work, and add their per-thread sums, over the threads they got, and the Winograd filter
+// gradient whose planes were sized for more threads' columns plans again. Called from inside a
+// parallel region with nesting off, a kernel asked for 2 threads gets 1: every op of the suite's
+// shapes, Winograd on and off, still equals the reference, planned for 1 thread (the bound on)
+// and planned for 2 (off, as under OMP_DYNAMIC). (Split over the 2 threads they had asked for,
+// the GEMM and Winograd kernels had left half their results unwritten, and the summed filter
+// gradients had added a partial sum no thread wrote.)
 TEST(SmallerTeams, KernelsSplitOverTheThreadsTheyGet) {
   const std::vector<std::pair<std::string, BlockCase>> cases = SuiteCases();
   ASSERT_FALSE(cases.empty());
-  const int levels = omp_get_max_active_levels();
-  omp_set_max_active_levels(1);
-  for (bool winograd : {true, false}) {
-    const WinogradSetting setting(winograd);
-    for (const auto& [name, block] : cases) {
-      const BlockCase& c = block;  // not a structured binding: OpenMP regions capture it
-      ::testing::AssertionResult result = ::testing::AssertionFailure() << "not run";
-      int outer = 0;
+  int outer = 0;
 #pragma omp parallel num_threads(2)
 #pragma omp single
-      {
-        outer = omp_get_num_threads();
-        result = CompareBlockKernels(c, {2}, kSuiteTolerance);
+  outer = omp_get_num_threads();
+  // The outer team must be active for the kernels' regions to be cut to one thread.
+  if (outer != 2) GTEST_SKIP() << "OpenMP gives no second thread here";
+  for (bool bound : {true, false}) {
+    const NestingOff nesting_off(bound);
+    for (bool winograd : {true, false}) {
+      const WinogradSetting setting(winograd);
+      for (const auto& [name, block] : cases) {
+        const BlockCase& c = block;  // not a structured binding: OpenMP regions capture it
+        ::testing::AssertionResult result = ::testing::AssertionFailure() << "not run";
+        int team_bound = 0;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+        {
+          team_bound = internal::TeamBound(2);
+          result = CompareBlockKernels(c, {2}, kSuiteTolerance);
+        }
+        EXPECT_EQ(team_bound, bound ? 1 : 2);
+        EXPECT_TRUE(result) << name << (winograd ? "" : " (Winograd off)")
+                            << (bound ? "" : " (planned for 2 threads)");
       }
-      // The outer team must be active for the kernels' regions to be cut to one thread.
-      ASSERT_EQ(outer, 2) << "the host gives no second thread";
-      EXPECT_TRUE(result) << name << (winograd ? "" : " (Winograd off)");
     }
   }
-  omp_set_max_active_levels(levels);
 }
 
 // Problem p's op (0 forward, 1 input gradient, 2 filter gradient) in `dtype` on random
