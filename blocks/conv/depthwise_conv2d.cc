@@ -1603,10 +1603,24 @@ bool SweepBlocksImages(const ConvGeometry& e) {
 
 // One NHWC image of `pixels` pixels of `ch` channels (a multiple of `block`), copied into blocks
 // of `block` channels: block [c0, c0 + block) at dst + c0 * pixels, each pixel's channels
-// `block` apart. Each pixel is read whole, in order. (A copy of constant length: of length
-// `block` as an argument, mnv1_dw13's filter gradient took 0.24 ms instead of 0.17.)
+// `block` apart. (A copy of constant length: of length `block` as an argument, mnv1_dw13's
+// filter gradient took 0.24 ms instead of 0.17.) On one thread each pixel is read whole, in
+// order, its pieces written to ch / block places at once; with `by_blocks`, a block at a time,
+// each block written in order. On the Zen 5 host, 300 calls paired: two threads copying by
+// blocks took mnv1_dw8_14x512's filter gradient 0.67-0.69 of its time and mnv1_dw13_7x1024's
+// 0.88-0.93 (by pixels, a thread's copy had taken 1.8x its one-thread time; builds alternated,
+// 6 rounds: 0.68 and 0.96), one pinned thread 1.08-1.09, so one thread keeps the pixel order,
+// and so does float64 (two threads, builds alternated 4 rounds: mnv1_dw8 0.96, mnv1_dw13 1.11,
+// mnv1_dw6_28x256 1.04).
 template <typename C, int64_t block>
-void BlockImage(const C* __restrict src, int64_t pixels, int64_t ch, C* __restrict dst) {
+void BlockImage(const C* __restrict src, int64_t pixels, int64_t ch, C* __restrict dst,
+                bool by_blocks) {
+  if (by_blocks) {
+    for (int64_t c0 = 0; c0 < ch; c0 += block)
+      for (int64_t p = 0; p < pixels; ++p)
+        std::copy_n(src + p * ch + c0, block, dst + c0 * pixels + p * block);
+    return;
+  }
   for (int64_t p = 0; p < pixels; ++p)
     for (int64_t c0 = 0; c0 < ch; c0 += block)
       std::copy_n(src + p * ch + c0, block, dst + c0 * pixels + p * block);
@@ -1652,6 +1666,7 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
   // buffer (float16, bfloat16) is copied as before: float16 mnv1_dw8 measured 0.87 read in
   // place, but mnv1_dw13 1.04.
   const bool blocked = SweepBlocksImages<C>(e);
+  const bool by_blocks = nt > 1 && sizeof(C) == 4;  // BlockImage's order
   const int64_t xhw = e.in_h * e.in_w, dhw = e.out_h * e.out_w;
   const bool dy_in_place =
       std::is_same_v<S, C> && format == DataFormat::kNHWC &&
@@ -1677,14 +1692,14 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
     C* xb = copies.data() + thread * copy;
     const bool fresh = *copied[thread] != n;
     *copied[thread] = n;
-    if (fresh) BlockImage<C, kBlock>(xrows.Image(thread, n), xhw, ch, xb);
+    if (fresh) BlockImage<C, kBlock>(xrows.Image(thread, n), xhw, ch, xb, by_blocks);
     if (dy_in_place) {
       sweep(eb, xb + b0 * xhw, dy_images.Get(thread, n), oh0, oh1, b0, 0, kBlock, mine);
       return;
     }
     C* dyb = xb + xhw * ch;  // after x's copy: dy's, then one block's sums
     C* sums = dyb + dhw * ch;
-    if (fresh) BlockImage<C, kBlock>(dy_images.Get(thread, n), dhw, ch, dyb);
+    if (fresh) BlockImage<C, kBlock>(dy_images.Get(thread, n), dhw, ch, dyb, by_blocks);
     std::fill_n(sums, 9 * kBlock, C{0});
     sweep(BlockGeometry(e, kBlock), xb + b0 * xhw, dyb + b0 * dhw, oh0, oh1, 0, 0, kBlock, sums);
     for (int64_t k = 0; k < 9; ++k)
