@@ -1,7 +1,8 @@
 // The register tiles written in x86 asm (GCC's extended asm, AT&T syntax, zmm registers): where
 // they build, which compute types take them, and the pieces of asm they share. The tiles
 // themselves live beside the compiled kernels they stand in for: the direct forward's
-// (QuadTileAvx512, StemTileAvx512 in conv2d.cc) and the packed GEMM's (GemmTile6x4Avx512).
+// (QuadTileAvx512, StemTileAvx512 in conv2d.cc) and the packed GEMM's (GemmTile6x4Avx512,
+// GemmTile6x4PanelAvx512).
 #pragma once
 
 #include <type_traits>

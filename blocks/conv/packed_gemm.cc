@@ -279,11 +279,14 @@ struct PanelB {
   "vfmadd231ps %%zmm28, %%zmm25, %%zmm" #r1 "\n\t"                                                 \
   "vfmadd231ps %%zmm28, %%zmm26, %%zmm" #r2 "\n\t"                                                 \
   "vfmadd231ps %%zmm28, %%zmm27, %%zmm" #r3 "\n\t"
-#define BF_GT_STEP                                                                                 \
+// The step's four vectors of B (bf_w bytes into the panel at b) into zmm24-27.
+#define BF_GT_LOAD_B                                                                               \
   "vmovups bf_w(%[b]), %%zmm24\n\t"                                                                \
   "vmovups bf_w + 64(%[b]), %%zmm25\n\t"                                                           \
   "vmovups bf_w + 128(%[b]), %%zmm26\n\t"                                                          \
-  "vmovups bf_w + 192(%[b]), %%zmm27\n\t"                                                          \
+  "vmovups bf_w + 192(%[b]), %%zmm27\n\t"
+#define BF_GT_STEP                                                                                 \
+  BF_GT_LOAD_B                                                                                     \
   BF_GT_ROW("a0", 0, 1, 2, 3) BF_GT_ROW("a1", 4, 5, 6, 7) BF_GT_ROW("a2", 8, 9, 10, 11)            \
   BF_GT_ROW("a3", 12, 13, 14, 15) BF_GT_ROW("a4", 16, 17, 18, 19) BF_GT_ROW("a5", 20, 21, 22, 23)
 #define BF_GT_ADD_ROW(r0, r1, r2, r3)                                                              \
@@ -294,6 +297,26 @@ struct PanelB {
   BF_ASM_STORE4("vmovups", r0, r1, r2, r3)
 #define BF_GT_ROWS(M)                                                                              \
   M(0, 1, 2, 3) M(4, 5, 6, 7) M(8, 9, 10, 11) M(12, 13, 14, 15) M(16, 17, 18, 19) M(20, 21, 22, 23)
+// The 24 sums to c, rows ys bytes apart, by the asm operand mode: 0 stored, 1 added to what c
+// holds, 2 stored past the caches.
+#define BF_GT_STORES                                                                               \
+  "cmpq $1, %[mode]\n\t"                                                                           \
+  "je 3f\n\t"                                                                                      \
+  "cmpq $2, %[mode]\n\t"                                                                           \
+  "je 4f\n\t"                                                                                      \
+  BF_GT_ROWS(BF_GT_PLAIN)                                                                          \
+  "jmp 5f\n\t"                                                                                     \
+  "3:\n\t"                                                                                         \
+  BF_GT_ROWS(BF_GT_ADD_ROW)                                                                        \
+  "jmp 5f\n\t"                                                                                     \
+  "4:\n\t"                                                                                         \
+  BF_GT_ROWS(BF_GT_NT)                                                                             \
+  "5:\n\t"
+// What the 6 x 4 tiles change: 24 sums, B's four vectors, the broadcast value of A.
+#define BF_GT_CLOBBERS                                                                             \
+  "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10",       \
+  "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20",        \
+  "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "cc", "memory"
 #define BF_GT_NT(r0, r1, r2, r3) BF_ASM_STORE4("vmovntps", r0, r1, r2, r3)
 #define BF_GT_PLAIN(r0, r1, r2, r3) BF_ASM_STORE4("vmovups", r0, r1, r2, r3)
 // clang-format on
@@ -345,24 +368,11 @@ inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float
       "cmp %[kc], %[k]\n\t"
       "jne 8b\n\t"
       "2:\n\t"
-      "cmpq $1, %[mode]\n\t"
-      "je 3f\n\t"
-      "cmpq $2, %[mode]\n\t"
-      "je 4f\n\t"
-      BF_GT_ROWS(BF_GT_PLAIN)
-      "jmp 5f\n\t"
-      "3:\n\t"
-      BF_GT_ROWS(BF_GT_ADD_ROW)
-      "jmp 5f\n\t"
-      "4:\n\t"
-      BF_GT_ROWS(BF_GT_NT)
-      "5:\n\t"
+      BF_GT_STORES
       : [k] "=&r"(k), [kc] "+r"(kc), [b] "+r"(bp), [y] "+r"(c)
       : [a0] "r"(a0), [a1] "r"(a1), [a2] "r"(a2), [a3] "r"(a3), [a4] "r"(a4), [a5] "r"(a5),
         [ys] "r"(ldc_bytes), [mode] "m"(mode)
-      : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10",
-        "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20",
-        "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "cc", "memory");
+      : BF_GT_CLOBBERS);
 }
 // GemmTile6x4Avx512's tile with A from a micro-panel: step k's 6 values at ap + k * a_step (a_step
 // 6 where packed, a transposed A's row stride where read in place), one pointer advanced a step
@@ -378,10 +388,7 @@ inline void GemmTile6x4Avx512(int64_t kc, const float* const* arows, const float
   "vfmadd231ps %%zmm28, %%zmm26, %%zmm" #r2 "\n\t"                                                 \
   "vfmadd231ps %%zmm28, %%zmm27, %%zmm" #r3 "\n\t"
 #define BF_GP_STEP                                                                                 \
-  "vmovups bf_w(%[b]), %%zmm24\n\t"                                                                \
-  "vmovups bf_w + 64(%[b]), %%zmm25\n\t"                                                           \
-  "vmovups bf_w + 128(%[b]), %%zmm26\n\t"                                                          \
-  "vmovups bf_w + 192(%[b]), %%zmm27\n\t"                                                          \
+  BF_GT_LOAD_B                                                                                     \
   BF_GP_ROW(0, 0, 1, 2, 3) BF_GP_ROW(4, 4, 5, 6, 7) BF_GP_ROW(8, 8, 9, 10, 11)                     \
   BF_GP_ROW(12, 12, 13, 14, 15) BF_GP_ROW(16, 16, 17, 18, 19) BF_GP_ROW(20, 20, 21, 22, 23)        \
   "add %[as], %[a]\n\t"
@@ -414,27 +421,17 @@ inline void GemmTile6x4PanelAvx512(int64_t kc, const float* ap, int64_t a_step, 
       "dec %[kc]\n\t"
       "jnz 8b\n\t"
       "2:\n\t"
-      "cmpq $1, %[mode]\n\t"
-      "je 3f\n\t"
-      "cmpq $2, %[mode]\n\t"
-      "je 4f\n\t"
-      BF_GT_ROWS(BF_GT_PLAIN)
-      "jmp 5f\n\t"
-      "3:\n\t"
-      BF_GT_ROWS(BF_GT_ADD_ROW)
-      "jmp 5f\n\t"
-      "4:\n\t"
-      BF_GT_ROWS(BF_GT_NT)
-      "5:\n\t"
+      BF_GT_STORES
       : [kc] "+r"(kc), [a] "+r"(ap), [b] "+r"(bp), [y] "+r"(c)
       : [as] "r"(as), [ys] "r"(ldc_bytes), [mode] "m"(mode)
-      : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10",
-        "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20",
-        "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "cc", "memory");
+      : BF_GT_CLOBBERS);
   // clang-format on
 }
 #undef BF_GP_STEP
 #undef BF_GP_ROW
+#undef BF_GT_CLOBBERS
+#undef BF_GT_STORES
+#undef BF_GT_LOAD_B
 #undef BF_GT_PLAIN
 #undef BF_GT_NT
 #undef BF_GT_ROWS

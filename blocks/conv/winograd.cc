@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "blocks/conv/isa.h"
 #include "blocks/conv/optimized_util.h"
@@ -275,6 +277,13 @@ struct TileGrid {
   int64_t tiles_w, image_tiles, tiles;
 };
 
+// Thread t's output channels [k0, k1) of `cout` where `team` threads split them: whole GEMM
+// panels of `nr` columns each (the last one partial), as evenly as they go.
+std::pair<int64_t, int64_t> ColumnsOf(int64_t cout, int64_t nr, int t, int team) {
+  const int64_t panels = (cout + nr - 1) / nr;
+  return {std::min(cout, panels * t / team * nr), std::min(cout, panels * (t + 1) / team * nr)};
+}
+
 // How the threads share a layer: by tiles, or by output channels. Where the transformed filter
 // (16 planes of cin x cout) fits half of L2, the GEMM packs a plane of it per block from there,
 // and blocks of about kBlockTiles tiles keep their transformed inputs and products (16 x 96
@@ -374,9 +383,7 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
     // This thread's output channels [k0, k1) and blocks of tiles [b0, b1).
     int64_t k0 = 0, k1 = cout, b0 = 0, b1 = plan.blocks;
     if (plan.by_columns) {
-      const int64_t panels = (cout + tile.nr - 1) / tile.nr;
-      k0 = std::min(cout, panels * t / team * tile.nr);
-      k1 = std::min(cout, panels * (t + 1) / team * tile.nr);
+      std::tie(k0, k1) = ColumnsOf(cout, tile.nr, t, team);
       filter(w, cin, cout, 0, cin, k0, k1, us, u.data());
     } else {
       b0 = plan.blocks * t / team;
@@ -472,8 +479,7 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
       if (replan) {
         k1 = 0;
       } else if (by_columns) {
-        k0 = std::min(cout, panels * t / team * tile.nr);
-        k1 = std::min(cout, panels * (t + 1) / team * tile.nr);
+        std::tie(k0, k1) = ColumnsOf(cout, tile.nr, t, team);
       } else {
         t0 = tiles * t / team;
         t1 = tiles * (t + 1) / team;
