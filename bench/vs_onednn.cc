@@ -8,7 +8,9 @@
 //   bf_vs_onednn --rounds 15 --min-time 1 --stat best     (a shared, noisy machine)
 //
 // For each (shape, op) and thread count three ways of computing the op are timed, interleaved
-// round by round (each round runs all three), and the median of the rounds is kept, or with
+// round by round (each round runs all three at every thread count, one thread count after the
+// other, so that a pair's thread counts share the minutes they ran in), and the median of the
+// rounds is kept, or with
 // `--stat best` the fastest round: where other tenants slow some rounds down for tens of
 // milliseconds at a time, the fastest of many short rounds is the figure that repeats from run
 // to run:
@@ -404,6 +406,21 @@ struct Timing {
   double clock = 0, wall = 0;
 };
 
+// The ways a case is timed (blockflow, oneDNN blocked, oneDNN on TF layouts, the FMA peak, the
+// memory floor with plain and with streamed stores), and one thread count's state for a case:
+// its oneDNN primitive, its ways and their batches, the times of its rounds.
+constexpr int kWays = 6;
+struct Lane {
+  KernelContext k;
+  DnnlCase dc;
+  FloorOperands floor;
+  double peak_flops = 0;  // per call of the peak way
+  std::function<void()> ways[kWays];
+  int64_t iters[kWays] = {};
+  std::vector<double> clock[kWays], wall[kWays];
+  Row row;
+};
+
 // Times `fn` over `iters` calls.
 Timing Time(const std::function<void()>& fn, int64_t iters, bool cpu) {
   const double c0 = Now(cpu), w0 = Now(false);
@@ -574,20 +591,29 @@ int Main(const Options& opt) {
       Tensor floor_out(DType::kFloat32, OperandShapes(state).out);
       const Tensor& a = op == ConvOp::kBackpropInput ? w : x;
       const Tensor& b = op == ConvOp::kForward ? w : dy;
-      for (int threads : opt.threads) {
-        KernelContext k;
-        k.num_threads = threads;
+      // One lane per thread count, each with its own oneDNN primitive; every round times each
+      // lane in turn, so that the thread counts of a pair are measured in the same seconds and
+      // their ratio (ThreadScaling) does not take in what the neighbours did between them (on
+      // the AVX-512 EPYC one thread of mnv2_dw_56x144's forward took 0.88 ms in one run and 1.34
+      // in the next, when each thread count had its own minutes).
+      std::vector<Lane> lanes(opt.threads.size());
+      for (size_t li = 0; li < lanes.size(); ++li) {
+        Lane& lane = lanes[li];
+        const int threads = opt.threads[li];
+        lane.k.num_threads = threads;
         // oneDNN's OpenMP runtime takes its threads from here, and some primitives fix their
-        // thread count (and work split) when they are created: create them after it is set.
+        // thread count (and work split) when they are created: create them after it is set,
+        // and set it again before each of the lane's runs.
         omp_set_num_threads(threads);
         // An algorithm oneDNN has no kernel of for this case: its direct one.
-        DnnlCase dc;
         try {
-          dc = MakeDnnl(eng, strm, op, g, x, w, dy, opt.algorithm);
+          lane.dc = MakeDnnl(eng, strm, op, g, x, w, dy, opt.algorithm);
         } catch (const dnnl::error&) {
-          dc = MakeDnnl(eng, strm, op, g, x, w, dy, dnnl::algorithm::convolution_direct);
+          lane.dc = MakeDnnl(eng, strm, op, g, x, w, dy, dnnl::algorithm::convolution_direct);
         }
-        const std::function<void()> run_bf = [&] {
+        DnnlCase& dc = lane.dc;
+        const KernelContext& k = lane.k;
+        lane.ways[0] = [&state, &a, &b, &out, &k, &op_name, &s] {
           const Status st = RunConv(KernelKind::kOptimized, state, a, b, &out, k);
           if (!st.ok()) {
             std::fprintf(stderr, "error: %s/%s: %s\n", op_name.c_str(), s.name.c_str(),
@@ -595,37 +621,29 @@ int Main(const Options& opt) {
             std::exit(1);
           }
         };
-        const std::function<void()> run_blk = [&] { RunDnnl(dc, strm, false); };
-        const std::function<void()> run_tf = [&] { RunDnnl(dc, strm, true); };
-        double peak_flops = 0;  // per call of run_peak
-        const std::function<void()> run_peak = [&] {
-          peak_flops = RunFmaPeak(threads, kPeakIters);
-        };
-        const FloorOperands floor{.in = {a.data<float>(), b.data<float>()},
-                                  .in_n = {a.num_elements(), b.num_elements()},
-                                  .out = floor_out.data<float>(),
-                                  .out_n = floor_out.num_elements()};
-        const std::function<void()> run_floor = [&] { RunFloor(floor, threads, false); };
-        const std::function<void()> run_floor_stream = [&] { RunFloor(floor, threads, true); };
+        lane.ways[1] = [&dc, &strm] { RunDnnl(dc, strm, false); };
+        lane.ways[2] = [&dc, &strm] { RunDnnl(dc, strm, true); };
+        lane.ways[3] = [&lane, threads] { lane.peak_flops = RunFmaPeak(threads, kPeakIters); };
+        lane.floor = FloorOperands{.in = {a.data<float>(), b.data<float>()},
+                                   .in_n = {a.num_elements(), b.num_elements()},
+                                   .out = floor_out.data<float>(),
+                                   .out_n = floor_out.num_elements()};
+        lane.ways[4] = [&lane, threads] { RunFloor(lane.floor, threads, false); };
+        lane.ways[5] = [&lane, threads] { RunFloor(lane.floor, threads, true); };
         // The blocked inputs once, then a warm-up call of each way, which also sizes the batches
         // of calls so that each round of each way takes about min_time / rounds.
-        for (Operand& o : dc.operands) {
+        for (Operand& o : lane.dc.operands) {
           if (!o.output && o.prim != o.user)
             dnnl::reorder(o.user, o.prim).execute(strm, o.user, o.prim);
         }
         strm.wait();
-        // The floor's two ways take a quarter of the time each.
-        constexpr int kWays = 6;
-        const std::function<void()>* ways[kWays] = {&run_bf,   &run_blk,   &run_tf,
-                                                    &run_peak, &run_floor, &run_floor_stream};
-        int64_t iters[kWays];
         for (int i = 0; i < kWays; ++i) {
-          const double t = Time(*ways[i], 1, false).wall;
+          const double t = Time(lane.ways[i], 1, false).wall;
           const double budget = opt.min_time / opt.rounds / (i >= 4 ? 4 : 1);
-          iters[i] = std::max<int64_t>(1, static_cast<int64_t>(budget / t));
+          lane.iters[i] = std::max<int64_t>(1, static_cast<int64_t>(budget / t));
         }
         // The check: blockflow's result against oneDNN's (the TF run leaves it in out_tf).
-        Row r;
+        Row& r = lane.row;
         r.shape = s.name;
         r.op = op_name;
         r.threads = threads;
@@ -650,28 +668,33 @@ int Main(const Options& opt) {
         r.tolerance = 8 * 1.2e-7 * std::sqrt(static_cast<double>(k_terms)) * (1 + max_ref);
         r.ok = r.max_diff <= r.tolerance &&
                dc.out_tf.size() == static_cast<size_t>(out.num_elements());
-        std::vector<double> clock[kWays], wall[kWays];
-        for (int round = 0; round < opt.rounds; ++round) {
+      }
+      for (int round = 0; round < opt.rounds; ++round) {
+        for (Lane& lane : lanes) {
+          omp_set_num_threads(lane.k.num_threads);
           for (int i = 0; i < kWays; ++i) {
-            const Timing t = Time(*ways[i], iters[i], opt.cpu_clock);
-            clock[i].push_back(t.clock);
-            wall[i].push_back(t.wall);
+            const Timing t = Time(lane.ways[i], lane.iters[i], opt.cpu_clock);
+            lane.clock[i].push_back(t.clock);
+            lane.wall[i].push_back(t.wall);
           }
         }
-        r.bf = Summary(clock[0], opt.best);
-        r.blk = Summary(clock[1], opt.best);
-        r.tf = Summary(clock[2], opt.best);
-        r.bf_wall = Summary(wall[0], opt.best);
-        r.blk_wall = Summary(wall[1], opt.best);
-        r.tf_wall = Summary(wall[2], opt.best);
-        r.peak_gflops = peak_flops / Summary(clock[3], opt.best) / 1e9;
-        r.floor_plain_wall = Summary(wall[4], opt.best);
-        r.floor_stream_wall = Summary(wall[5], opt.best);
+      }
+      for (Lane& lane : lanes) {
+        Row& r = lane.row;
+        r.bf = Summary(lane.clock[0], opt.best);
+        r.blk = Summary(lane.clock[1], opt.best);
+        r.tf = Summary(lane.clock[2], opt.best);
+        r.bf_wall = Summary(lane.wall[0], opt.best);
+        r.blk_wall = Summary(lane.wall[1], opt.best);
+        r.tf_wall = Summary(lane.wall[2], opt.best);
+        r.peak_gflops = lane.peak_flops / Summary(lane.clock[3], opt.best) / 1e9;
+        r.floor_plain_wall = Summary(lane.wall[4], opt.best);
+        r.floor_stream_wall = Summary(lane.wall[5], opt.best);
         const double pct = r.gflop / r.bf / r.peak_gflops * 100;
         std::printf(
             "%-38s %-28s t%d  bf %8.3f ms  blk %8.3f  tf %8.3f  bf/blk %5.2f  bf/tf %5.2f"
             "  %5.1f%% of %5.1f GFLOP/s  floor %.3f / %.3f  %s%s\n",
-            op_name.c_str(), s.name.c_str(), threads, r.bf * 1e3, r.blk * 1e3, r.tf * 1e3,
+            op_name.c_str(), s.name.c_str(), r.threads, r.bf * 1e3, r.blk * 1e3, r.tf * 1e3,
             r.bf / r.blk, r.bf / r.tf, pct, r.peak_gflops, r.floor_plain_wall * 1e3,
             r.floor_stream_wall * 1e3,
             r.ok ? "" : ("MISMATCH " + std::to_string(r.max_diff) + " ").c_str(),
