@@ -393,6 +393,7 @@ struct Row {
   double gflop = 0;
   double bf = 0, blk = 0, tf = 0;  // seconds per call, median (or best) of the rounds
   double bf_wall = 0, blk_wall = 0, tf_wall = 0;
+  std::vector<double> bf_walls, blk_walls;  // every round's wall times, for ThreadScaling
   double peak_gflops = 0;  // the FMA peak timed in the same rounds, by the same statistic
   // The memory floor's wall time (RunFloor), plain and streamed stores, the same statistic.
   double floor_plain_wall = 0, floor_stream_wall = 0;
@@ -447,9 +448,9 @@ double GeoMean(const std::vector<double>& v) {
 }
 
 // How t threads compare with one on a (shape, op): wall time at one thread over wall time at t
-// (whatever --clock says: process CPU time adds up the threads' time). The goal is 0.9 t (two
-// threads at least 1.8x one), counted on the pairs above kScalingMflop MFLOP only: smaller
-// ones are a few microseconds, where a parallel region's start is a visible share.
+// (whatever --clock says: process CPU time adds up the threads' time), round by round (Speedup).
+// The goal is 0.9 t (two threads at least 1.8x one), counted on the pairs above kScalingMflop MFLOP
+// only: smaller ones are a few microseconds, where a parallel region's start is a visible share.
 constexpr double kScalingMflop = 10;
 // A goal whose time (one thread's over the goal) is below the memory floor at t threads is out
 // of any kernel's reach on this machine: such pairs are still counted as below the goal, and
@@ -468,7 +469,20 @@ struct Scaling {
   bool below_stream_floor() const { return goal_ms < floor_stream_ms; }
 };
 
-std::vector<Scaling> ThreadScaling(const std::vector<Row>& rows, const std::vector<int>& threads) {
+// One thread's wall time over t threads' for a pair: with `best`, of the fastest rounds; else
+// the median of the rounds' ratios (each round times both thread counts, seconds apart, so a
+// round that the neighbours slowed at one thread count does not also set the median of that
+// thread count).
+double Speedup(const std::vector<double>& one, const std::vector<double>& many, bool best) {
+  if (best || one.size() != many.size())
+    return *std::min_element(one.begin(), one.end()) / *std::min_element(many.begin(), many.end());
+  std::vector<double> ratios;
+  for (size_t i = 0; i < one.size(); ++i) ratios.push_back(one[i] / many[i]);
+  return Median(ratios);
+}
+
+std::vector<Scaling> ThreadScaling(const std::vector<Row>& rows, const std::vector<int>& threads,
+                                   bool best) {
   std::vector<Scaling> out;
   if (std::find(threads.begin(), threads.end(), 1) == threads.end()) return out;
   for (const Row& one : rows) {
@@ -480,8 +494,8 @@ std::vector<Scaling> ThreadScaling(const std::vector<Row>& rows, const std::vect
       s.op = r.op;
       s.threads = r.threads;
       s.gflop = r.gflop;
-      s.bf = one.bf_wall / r.bf_wall;
-      s.blk = one.blk_wall / r.blk_wall;
+      s.bf = Speedup(one.bf_walls, r.bf_walls, best);
+      s.blk = Speedup(one.blk_walls, r.blk_walls, best);
       s.goal = 0.9 * r.threads;
       s.goal_ms = one.bf_wall / s.goal * 1e3;
       s.floor_plain_ms = r.floor_plain_wall * 1e3;
@@ -687,6 +701,8 @@ int Main(const Options& opt) {
         r.bf_wall = Summary(lane.wall[0], opt.best);
         r.blk_wall = Summary(lane.wall[1], opt.best);
         r.tf_wall = Summary(lane.wall[2], opt.best);
+        r.bf_walls = lane.wall[0];
+        r.blk_walls = lane.wall[1];
         r.peak_gflops = lane.peak_flops / Summary(lane.clock[3], opt.best) / 1e9;
         r.floor_plain_wall = Summary(lane.wall[4], opt.best);
         r.floor_stream_wall = Summary(lane.wall[5], opt.best);
@@ -745,7 +761,7 @@ int Main(const Options& opt) {
     }
   }
   PrintPeakShares(rows, ops, opt.threads);
-  const std::vector<Scaling> scaling = ThreadScaling(rows, opt.threads);
+  const std::vector<Scaling> scaling = ThreadScaling(rows, opt.threads, opt.best);
   PrintScaling(scaling, ops, opt.threads);
   if (!all_ok) std::printf("\nMISMATCH: some results differ from oneDNN's beyond tolerance\n");
 
