@@ -516,16 +516,6 @@ void CheckLargeAgainstReference(const Problem& p, int op, DType dtype, int64_t m
   }
 }
 
-// Takes the shared L3 as `bytes` while alive: 0 holds nothing, so that the results below store
-// past the caches on any host (a host's L3 keeps them otherwise: FitsSharedCache); 1 makes
-// every operand outgrow it (OutgrowsSharedCache), so that kernels prefetch the rows ahead.
-struct SharedCacheOf {
-  explicit SharedCacheOf(int64_t bytes) { internal::SetSharedCacheForTesting(bytes); }
-  ~SharedCacheOf() { internal::SetSharedCacheForTesting(-1); }
-  SharedCacheOf(const SharedCacheOf&) = delete;
-  SharedCacheOf& operator=(const SharedCacheOf&) = delete;
-};
-
 // Where operands outgrow the L3, the depthwise forward and stride-1 input gradient prefetch the
 // next row's input and result rows as they go (RowsAhead): in the 3x3 sweeps (64 channels: two
 // blocks; 80: two and a half vectors, the half in tiles), in tiles (1024 channels, whose pixels

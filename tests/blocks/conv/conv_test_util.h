@@ -29,6 +29,17 @@ class WinogradSetting {
   WinogradSetting& operator=(const WinogradSetting&) = delete;
 };
 
+/// Takes the shared L3 as `bytes` while alive: 0 holds nothing, so that large results store
+/// past the caches on any host (a host's L3 keeps them otherwise: FitsSharedCache); 1 makes
+/// every operand outgrow it (OutgrowsSharedCache), so that kernels prefetch the rows ahead; a
+/// huge one keeps every result, stored plainly.
+struct SharedCacheOf {
+  explicit SharedCacheOf(int64_t bytes) { internal::SetSharedCacheForTesting(bytes); }
+  ~SharedCacheOf() { internal::SetSharedCacheForTesting(-1); }
+  SharedCacheOf(const SharedCacheOf&) = delete;
+  SharedCacheOf& operator=(const SharedCacheOf&) = delete;
+};
+
 /// A tensor of `shape` with uniform values in [-1, 1), rounded to `dtype`. With `grid` > 0 the
 /// values are multiples of 1/grid (exact in the 16-bit types).
 inline Tensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng, int grid = 0) {
