@@ -251,13 +251,15 @@ TEST(Winograd, SameBitsPerThreadCountAndAtAvx2AndAvx512) {
 }
 
 // The filter gradient stores a dw past kStreamedFilterBytes a thread past the caches where the
-// shared L3 would not keep it (an L3 of 0 here, on any host): the same bits as stored plainly (an
-// L3 that keeps every result), within rounding of the reference, at 1, 2 and 3 threads, in
-// float32 and float64: dw of 4.8 and 9.6 MB (256 x 520 channels, whose threads split the
-// channels from two threads on: 520 is no multiple of the 64-value runs streamed, so each row's
-// last run is stored plainly) and of 0.7 and 1.4 MB (96 x 200 channels, the threads splitting
-// the tiles: streamed on one thread, and on two in float64).
-TEST(Winograd, FilterGradientStoredPastTheCachesKeepsItsBits) {
+// shared L3 would not keep it, and the forward its transformed filter where that outgrows half
+// of the L3 (both with an L3 of one byte here, on any host): the same bits as stored plainly (an
+// L3 that keeps everything), within rounding of the reference, at 1, 2 and 3 threads, in
+// float32 and float64. 256 x 520 channels: a dw of 4.8 and 9.6 MB and a transformed filter of
+// 8.5 and 17 MB, whose threads split the channels from two threads on (520 is no multiple of the
+// 64-value runs the filter gradient streams, so each row's last run is stored plainly; the
+// forward streams the rows that start on a whole line). 96 x 200: 0.7 and 1.4 MB, the filter
+// gradient's threads splitting the tiles: streamed on one thread, and on two in float64.
+TEST(Winograd, LargeBuffersStoredPastTheCachesKeepTheirBits) {
   const WinogradSetting restore(true);
   std::mt19937_64 rng(91);
   int compared = 0;
@@ -265,33 +267,37 @@ TEST(Winograd, FilterGradientStoredPastTheCachesKeepsItsBits) {
                            DenseProblem("NHWC", "SAME", 2, 6, 7, 96, 200, 3, 3)}) {
     Expected<Resolved> r = Resolve(p);
     ASSERT_TRUE(r.ok()) << p.ToString() << ": " << r.status().message();
-    ASSERT_TRUE(internal::UseWinograd(r->geometry, ConvOp::kBackpropFilter, DType::kFloat32));
+    for (ConvOp op : {ConvOp::kForward, ConvOp::kBackpropFilter})
+      ASSERT_TRUE(internal::UseWinograd(r->geometry, op, DType::kFloat32)) << p.ToString();
     for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
       const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
       const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
       const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng);
-      Expected<Tensor> ref = RunOp(KernelKind::kReference, 2, *r, x, w, dy, 1);
-      ASSERT_TRUE(ref.ok()) << ref.status().message();
-      Expected<Tensor> mag =
-          RunOp(KernelKind::kReference, 2, *r, Magnitudes(x), Magnitudes(w), Magnitudes(dy), 1);
-      ASSERT_TRUE(mag.ok()) << mag.status().message();
-      for (int threads : {1, 2, 3}) {
-        const std::string what = p.ToString() + " " + std::string(DTypeName(dtype)) + " threads " +
-                                 std::to_string(threads);
-        auto run = [&](int64_t l3) {
-          const SharedCacheOf cache(l3);
-          Expected<Tensor> out = RunOp(KernelKind::kOptimized, 2, *r, x, w, dy, threads);
-          EXPECT_TRUE(out.ok()) << what << ": " << out.status().message();
-          return out.ok() ? *out : Tensor();
-        };
-        const Tensor plain = run(int64_t{1} << 40), streamed = run(0);
-        EXPECT_TRUE(streamed.BitwiseEquals(plain)) << what;
-        EXPECT_TRUE(WithinRounding(*ref, *mag, streamed, what));
-        ++compared;
+      for (int op : {0, 2}) {
+        Expected<Tensor> ref = RunOp(KernelKind::kReference, op, *r, x, w, dy, 1);
+        ASSERT_TRUE(ref.ok()) << ref.status().message();
+        Expected<Tensor> mag =
+            RunOp(KernelKind::kReference, op, *r, Magnitudes(x), Magnitudes(w), Magnitudes(dy), 1);
+        ASSERT_TRUE(mag.ok()) << mag.status().message();
+        for (int threads : {1, 2, 3}) {
+          const std::string what = p.ToString() + " op " + std::to_string(op) + " " +
+                                   std::string(DTypeName(dtype)) + " threads " +
+                                   std::to_string(threads);
+          auto run = [&](int64_t l3) {
+            const SharedCacheOf cache(l3);
+            Expected<Tensor> out = RunOp(KernelKind::kOptimized, op, *r, x, w, dy, threads);
+            EXPECT_TRUE(out.ok()) << what << ": " << out.status().message();
+            return out.ok() ? *out : Tensor();
+          };
+          const Tensor plain = run(int64_t{1} << 40), streamed = run(1);
+          EXPECT_TRUE(streamed.BitwiseEquals(plain)) << what;
+          EXPECT_TRUE(WithinRounding(*ref, *mag, streamed, what));
+          ++compared;
+        }
       }
     }
   }
-  EXPECT_EQ(compared, 2 * 2 * 3);
+  EXPECT_EQ(compared, 2 * 2 * 2 * 3);
 }
 
 }  // namespace
