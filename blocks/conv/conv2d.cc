@@ -1555,19 +1555,22 @@ void GemmKernels<T>::Forward(const KernelArgs<T>& args, const KernelContext& ctx
 
 // The input gradient's col2im: adds the column block [j0, j1) of the column rows [r0, r1),
 // held at `col` (`slab` elements per row), into the input pixels their taps read, in dx: the
-// input gradient of the images from img0 on.
+// input gradient of the images from img0 on. The GEMM's column j is column q0 + j of the
+// column matrix (q0 > 0 where the GEMM runs one tap's channels at a time: ByTaps).
 template <typename C>
 struct Col2im {
   const ConvGeometry* g;
   C* dx;
   const C* col;
-  int64_t slab, r0, r1, img0;
+  int64_t slab, r0, r1, img0, q0 = 0;
 
   // The taps of one filter row read the input row ih; without dilation they read adjacent
   // pixels, and the values of those inside the input go into dx as one run (the stem's 7 taps
   // of 3 channels, 21 values), where a tap at a time added 3.
   static void Add(void* self, int64_t j0, int64_t j1) {
     const Col2im& s = *static_cast<const Col2im*>(self);
+    j0 += s.q0;
+    j1 += s.q0;
     const ConvGeometry& g = *s.g;
     const int64_t ci = g.in_depth, pixels = g.out_h * g.out_w, fw = g.filter_w;
     const int64_t dil = g.dilation_w, per_row = fw * ci;  // q = (kh * fw + kw) * ci + c
@@ -1599,6 +1602,19 @@ struct Col2im {
   }
 };
 
+// Whether the GEMM input gradient of g runs its filter a tap at a time, its threads splitting
+// the input channels: where the filter passes kTapFilterBytes, dy and dx are NHWC buffers of the
+// compute type (`direct`: no thread converts what another converts too), and the input
+// channels come in whole GEMM panels. Taken by images, every thread packed the whole filter as
+// B: two threads of fc6 read its 18.9 MB from memory each. fc6, calls paired: two threads 0.92
+// of their time, one pinned core 0.996.
+constexpr int64_t kTapFilterBytes = int64_t{8} << 20;
+template <typename C>
+bool ByTaps(const ConvGeometry& g, bool direct, const GemmTile& tile) {
+  const int64_t bytes = g.filter_h * g.filter_w * g.in_depth * g.out_depth * int64_t{sizeof(C)};
+  return direct && !IsPointwise(g) && bytes > kTapFilterBytes && g.in_depth % tile.nr == 0;
+}
+
 template <typename T>
 void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
@@ -1608,7 +1624,8 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   const int64_t pixels = g.out_h * g.out_w, n = taps * ci;
   const bool pointwise = IsPointwise(g);
   const GemmTile tile = ActiveGemmTile(sizeof(C));
-  // Threads take whole images (col2im adds into the pixels of its own images only). The column
+  // Threads take whole images (col2im adds into the pixels of its own images only), or with a
+  // large filter (ByTaps) input channels of every image (col2im adds into those only). The column
   // matrix goes a GEMM column block (`slab` columns, or all n when fewer) at a time through a
   // buffer of `span` rows, about kColumnBytes: as many whole images as fit, or an image of more
   // rows (the stem's 12544) in runs of `span` rows from its first. Either way the sums into an
@@ -1619,11 +1636,16 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   const int64_t span = pointwise ? 0
                                  : std::max<int64_t>(tile.mr, kColumnBytes / int64_t{sizeof(C)} /
                                                                   slab / tile.mr * tile.mr);
-  // A 1x1 layer's rows are independent: any split. Else at most one thread per image.
+  // A filter past kTapFilterBytes (fc6's 18.9 MB) goes a tap at a time, and the threads split
+  // its input channels, whole panels each, over every image (ByTaps); otherwise a 1x1 layer's
+  // rows are independent (any split), and other layers' threads take whole images.
+  const bool by_taps = ByTaps<C>(g, args.dy != nullptr && dx != nullptr, tile);
   const int wanted = ThreadsFor(ctx.num_threads, g.batch * pixels * n * co, 1 << 18);
-  const int nt = pointwise ? wanted : static_cast<int>(std::min<int64_t>(g.batch, wanted));
-  const int64_t images =
-      std::min(std::max<int64_t>(1, span / std::max<int64_t>(1, pixels)), (g.batch + nt - 1) / nt);
+  const int nt = pointwise ? wanted
+                 : by_taps ? static_cast<int>(std::min<int64_t>(ci / tile.nr, wanted))
+                           : static_cast<int>(std::min<int64_t>(g.batch, wanted));
+  const int64_t images = std::min(std::max<int64_t>(1, span / std::max<int64_t>(1, pixels)),
+                                  by_taps ? g.batch : (g.batch + nt - 1) / nt);
   // A 16-bit or NCHW out_backprop and input gradient (ConvertsRows, not 1x1) go through the
   // thread's buffers a group of images at a time (UseGemm says why): dy converted before the
   // group's rows, dx converted after them. (Not through ActivationChunks: its chunks lie on a
@@ -1643,7 +1665,33 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
     const int t = omp_get_thread_num(), team = omp_get_num_threads();
     C* ap = work.data() + t * per_thread;
     const int64_t b0 = g.batch * t / team, b1 = g.batch * (t + 1) / team;
-    if (pointwise) {
+    if (by_taps) {
+      // Every image, this thread's input channels [c0, c1), a tap at a time: each element of dx
+      // gets its sums in the order of the row blocks and then of the taps (one output pixel
+      // per tap reaches it), whatever the split.
+      const auto [c0, c1] = RowsOf(ci, team, t, tile.nr);
+      C* const col = ap + gemm_work;
+      Col2im<C> sc{&g, nullptr, col, slab, 0, 0, 0};
+      const ColumnSink sink{&Col2im<C>::Add, &sc};
+      const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
+      for (int64_t img = 0; img < g.batch && c0 < c1 && !ctx.cancelled(); img += images) {
+        const int64_t count = std::min(g.batch - img, images);
+        sc.dx = dx + img * image;
+        sc.img0 = img;
+        for (int64_t p = 0; p < count * g.in_h * g.in_w; ++p)
+          std::fill(sc.dx + p * ci + c0, sc.dx + p * ci + c1, C{0});
+        const int64_t first = img * pixels, end = (img + count) * pixels;
+        for (int64_t r = first; r < end; r += span) {
+          sc.r0 = r;
+          sc.r1 = std::min(end, r + span);
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            sc.q0 = tap * ci + c0;
+            GemmRows(a, b.Shifted(sc.q0 * co), sc.r0, sc.r1, c1 - c0, co, col, slab, ap, tile, ctx,
+                     &sink);
+          }
+        }
+      }
+    } else if (pointwise) {
       const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
       const auto [m0, m1] = RowsOf(g.batch * pixels, team, t, tile.mr);
       GemmRows(a, b, m0, m1, n, co, dx + m0 * ci, ci, ap, tile, ctx);

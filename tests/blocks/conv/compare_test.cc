@@ -1097,5 +1097,35 @@ TEST(DepthwiseNchw, FilterGradientSameBitsAtEveryThreadCount) {
   EXPECT_EQ(checked, 3 * 3 * 3 * 2);
 }
 
+// The GEMM input gradient of a layer whose filter passes kTapFilterBytes (fc6 cut down: 3
+// images of 6 x 6, 512 -> 512 channels, 3x3 VALID: a 9.4 MB filter, 18.9 MB in float64) runs it
+// a tap at a time, the threads splitting the input channels (ByTaps in blocks/conv/conv2d.cc):
+// the reference's values at every ISA and 1 and 2 threads, and the same bits at 1, 2 and 3
+// threads at AVX2 and AVX-512.
+TEST(GemmInputGradient, LargeFiltersGoATapAtATime) {
+  const Problem p = DenseProblem("NHWC", "VALID", 3, 6, 6, 512, 512, 3, 3);
+  Expected<Resolved> r = Resolve(p);
+  ASSERT_TRUE(r.ok()) << p.ToString();
+  std::mt19937_64 rng(61);
+  int checked = 0;
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    // Values on a grid of 1/8: every sum exact, whichever order a path adds in.
+    CheckLargeAgainstReference(
+        p, 1, dtype, 0, [](const ConvGeometry& g) { return g.out_h; }, rng, /*grid=*/8);
+    if (::testing::Test::HasFatalFailure()) return;
+    const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
+    const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
+    const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng);
+    for (internal::Isa isa : {internal::Isa::kAvx2, internal::Isa::kAvx512}) {
+      internal::SetIsaForTesting(isa);
+      const std::string what = p.ToString() + " " + std::string(DTypeName(dtype)) + " isa " +
+                               internal::IsaName(internal::ActiveIsa());
+      checked += ExpectSameBitsAtEveryThreadCount(1, *r, x, w, dy, what);
+    }
+  }
+  internal::SetIsaForTesting(internal::Isa::kAvx512);
+  EXPECT_EQ(checked, 2 * 2 * 2);
+}
+
 }  // namespace
 }  // namespace blockflow::conv::testing
