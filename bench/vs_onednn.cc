@@ -8,8 +8,9 @@
 //   bf_vs_onednn --rounds 15 --min-time 1 --stat best     (a shared, noisy machine)
 //
 // For each (shape, op) and thread count three ways of computing the op are timed, interleaved
-// round by round (each round runs all three at every thread count, one thread count after the
-// other, so that a pair's thread counts share the minutes they ran in), and the median of the
+// round by round (each round runs every way, these and those below, at every thread count, one
+// thread count after the other, so that a pair's thread counts share the minutes they ran in),
+// and the median of the
 // rounds is kept, or with
 // `--stat best` the fastest round: where other tenants slow some rounds down for tens of
 // milliseconds at a time, the fastest of many short rounds is the figure that repeats from run
@@ -448,7 +449,8 @@ double GeoMean(const std::vector<double>& v) {
 }
 
 // How t threads compare with one on a (shape, op): wall time at one thread over wall time at t
-// (whatever --clock says: process CPU time adds up the threads' time), round by round (Speedup).
+// (whatever --clock says: process CPU time adds up the threads' time): the median of the rounds'
+// ratios, or with --stat best the fastest rounds' ratio (Speedup).
 // The goal is 0.9 t (two threads at least 1.8x one), counted on the pairs above kScalingMflop MFLOP
 // only: smaller ones are a few microseconds, where a parallel region's start is a visible share.
 constexpr double kScalingMflop = 10;

@@ -1586,12 +1586,12 @@ struct Col2im {
         if (ih < 0 || ih >= g.in_h) continue;
         // Tap 0's pixel (its offset may be below 0).
         const int64_t pixel0 = (((img - s.img0) * g.in_h + ih) * g.in_w + base) * ci;
-        const int64_t q0 = std::max(j0, kh * per_row + lo * ci);
-        const int64_t q1 = std::min(j1, kh * per_row + hi * ci);
-        for (int64_t q = q0; q < q1;) {
+        const int64_t qa = std::max(j0, kh * per_row + lo * ci);
+        const int64_t qb = std::min(j1, kh * per_row + hi * ci);
+        for (int64_t q = qa; q < qb;) {
           // A run: the rest of the row's taps without dilation, else the rest of one tap.
           const int64_t in_row = q - kh * per_row, kw = in_row / ci;
-          const int64_t count = dil == 1 ? q1 - q : std::min(q1 - q, (kw + 1) * ci - in_row);
+          const int64_t count = dil == 1 ? qb - q : std::min(qb - q, (kw + 1) * ci - in_row);
           C* __restrict d = s.dx + (pixel0 + kw * (dil - 1) * ci + in_row);
           const C* __restrict v = row + q;
           for (int64_t u = 0; u < count; ++u) d[u] += v[u];
@@ -1605,14 +1605,18 @@ struct Col2im {
 // Whether the GEMM input gradient of g runs its filter a tap at a time, its threads splitting
 // the input channels: where the filter passes kTapFilterBytes, dy and dx are NHWC buffers of the
 // compute type (`direct`: no thread converts what another converts too), and the input
-// channels come in whole GEMM panels. Taken by images, every thread packed the whole filter as
-// B: two threads of fc6 read its 18.9 MB from memory each. fc6, calls paired: two threads 0.92
-// of their time, one pinned core 0.996.
+// channels come in whole GEMM panels, at least a GEMM column block of them. Taken by images,
+// every thread packed the whole filter as B: two threads of fc6 read its 18.9 MB from memory
+// each. fc6, calls paired: two threads 0.92 of their time, one pinned core 0.996. With a column
+// block's worth of input channels, no block of the by-images path holds two taps of one
+// channel, so both paths add each dx element's sums in the order of its row runs and then of
+// the taps: the same bits in every layout and dtype that takes either.
 constexpr int64_t kTapFilterBytes = int64_t{8} << 20;
 template <typename C>
 bool ByTaps(const ConvGeometry& g, bool direct, const GemmTile& tile) {
   const int64_t bytes = g.filter_h * g.filter_w * g.in_depth * g.out_depth * int64_t{sizeof(C)};
-  return direct && !IsPointwise(g) && bytes > kTapFilterBytes && g.in_depth % tile.nr == 0;
+  return direct && !IsPointwise(g) && bytes > kTapFilterBytes && g.in_depth % tile.nr == 0 &&
+         g.in_depth >= GemmColumnBlock(tile, sizeof(C), false);
 }
 
 template <typename T>
@@ -1669,7 +1673,9 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
       // Every image, this thread's input channels [c0, c1), a tap at a time: each element of dx
       // gets its sums in the order of the row blocks and then of the taps (one output pixel
       // per tap reaches it), whatever the split.
-      const auto [c0, c1] = RowsOf(ci, team, t, tile.nr);
+      // Whole panels each, as evenly as they go.
+      const int64_t panels = ci / tile.nr;
+      const int64_t c0 = panels * t / team * tile.nr, c1 = panels * (t + 1) / team * tile.nr;
       C* const col = ap + gemm_work;
       Col2im<C> sc{&g, nullptr, col, slab, 0, 0, 0};
       const ColumnSink sink{&Col2im<C>::Add, &sc};

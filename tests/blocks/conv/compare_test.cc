@@ -1100,8 +1100,9 @@ TEST(DepthwiseNchw, FilterGradientSameBitsAtEveryThreadCount) {
 // The GEMM input gradient of a layer whose filter passes kTapFilterBytes (fc6 cut down: 3
 // images of 6 x 6, 512 -> 512 channels, 3x3 VALID: a 9.4 MB filter, 18.9 MB in float64) runs it
 // a tap at a time, the threads splitting the input channels (ByTaps in blocks/conv/conv2d.cc):
-// the reference's values at every ISA and 1 and 2 threads, and the same bits at 1, 2 and 3
-// threads at AVX2 and AVX-512.
+// the reference's values at every ISA and 1 and 2 threads, the same bits at 1, 2 and 3 threads
+// at AVX2 and AVX-512, and the same bits as NCHW (which goes by images: dx converted, so not
+// ByTaps) after transposition.
 TEST(GemmInputGradient, LargeFiltersGoATapAtATime) {
   const Problem p = DenseProblem("NHWC", "VALID", 3, 6, 6, 512, 512, 3, 3);
   Expected<Resolved> r = Resolve(p);
@@ -1110,21 +1111,37 @@ TEST(GemmInputGradient, LargeFiltersGoATapAtATime) {
   int checked = 0;
   for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
     // Values on a grid of 1/8: every sum exact, whichever order a path adds in.
+    // The filter asserted past the 8 MB from which the input gradient goes a tap at a time.
     CheckLargeAgainstReference(
-        p, 1, dtype, 0, [](const ConvGeometry& g) { return g.out_h; }, rng, /*grid=*/8);
+        p, 1, dtype, int64_t{8} << 20,
+        [](const ConvGeometry& g) { return g.filter_h * g.filter_w * g.in_depth * g.out_depth; },
+        rng, /*grid=*/8);
     if (::testing::Test::HasFatalFailure()) return;
     const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
     const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
     const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng);
+    Problem q = p;
+    q.format = "NCHW";
+    Expected<Resolved> rq = Resolve(q);
+    ASSERT_TRUE(rq.ok()) << q.ToString();
+    const Tensor dy_nchw = Transposed(dy, true);
     for (internal::Isa isa : {internal::Isa::kAvx2, internal::Isa::kAvx512}) {
       internal::SetIsaForTesting(isa);
       const std::string what = p.ToString() + " " + std::string(DTypeName(dtype)) + " isa " +
                                internal::IsaName(internal::ActiveIsa());
       checked += ExpectSameBitsAtEveryThreadCount(1, *r, x, w, dy, what);
+      for (int threads : {1, 2}) {
+        Expected<Tensor> nhwc = RunOp(KernelKind::kOptimized, 1, *r, x, w, dy, threads);
+        Expected<Tensor> nchw = RunOp(KernelKind::kOptimized, 1, *rq, x, w, dy_nchw, threads);
+        ASSERT_TRUE(nhwc.ok() && nchw.ok()) << what;
+        EXPECT_TRUE(nhwc->BitwiseEquals(Transposed(*nchw, false)))
+            << what << " threads " << threads << ": NHWC against NCHW";
+        ++checked;
+      }
     }
   }
   internal::SetIsaForTesting(internal::Isa::kAvx512);
-  EXPECT_EQ(checked, 2 * 2 * 2);
+  EXPECT_EQ(checked, 2 * 2 * 2 + 2 * 2 * 2);
 }
 
 }  // namespace

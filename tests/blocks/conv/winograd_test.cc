@@ -258,7 +258,8 @@ TEST(Winograd, SameBitsPerThreadCountAndAtAvx2AndAvx512) {
 // 8.5 and 17 MB, whose threads split the channels from two threads on (520 is no multiple of the
 // 64-value runs the filter gradient streams, so each row's last run is stored plainly; the
 // forward streams the rows that start on a whole line). 96 x 200: 0.7 and 1.4 MB, the filter
-// gradient's threads splitting the tiles: streamed on one thread, and on two in float64.
+// gradient's threads splitting the tiles: streamed on one thread, and on two in float64. (Only
+// AVX-512 streams: on a host without it, this checks the plain stores.)
 TEST(Winograd, LargeBuffersStoredPastTheCachesKeepTheirBits) {
   const WinogradSetting restore(true);
   std::mt19937_64 rng(91);
