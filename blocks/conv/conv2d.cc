@@ -1393,13 +1393,12 @@ BF_CONV_INPUT_BLOCK_FNS(double)
 // to 3.60 ms and resnet_56x64 and 28x128 2% off, the input gradients 1-5%; the 1x1 to 1024
 // channels measured 0.89, 1.00 and 1.08 of its streamed time in three such runs. Not on AMD's
 // cores, where such results are streamed too (SharedCacheKeepsResults).
-constexpr int64_t kStreamShareBytes = int64_t{512} << 10;
 template <typename C>
 bool StreamsResult(bool streamable, int64_t pixels, int64_t channels, int64_t groups, int threads) {
   constexpr int64_t L = 64 / sizeof(C);
   const int64_t bytes = pixels * channels * static_cast<int64_t>(sizeof(C));
-  return streamable && bytes > kStreamShareBytes * threads && !FitsSharedCache(bytes) &&
-         channels % L == 0 && (channels / groups) % L == 0;
+  return streamable && StreamsShare(bytes, threads) && channels % L == 0 &&
+         (channels / groups) % L == 0;
 }
 
 // A 1x1 convolution of stride 1 without padding: im2col(x) is x itself.
@@ -1668,46 +1667,30 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
     // Split over the threads the region got (OpenMP may give fewer than asked).
     const int t = omp_get_thread_num(), team = omp_get_num_threads();
     C* ap = work.data() + t * per_thread;
-    const int64_t b0 = g.batch * t / team, b1 = g.batch * (t + 1) / team;
-    if (by_taps) {
-      // Every image, this thread's input channels [c0, c1), a tap at a time: each element of dx
-      // gets its sums in the order of the row blocks and then of the taps (one output pixel
-      // per tap reaches it), whatever the split.
-      // Whole panels each, as evenly as they go.
-      const int64_t panels = ci / tile.nr;
-      const int64_t c0 = panels * t / team * tile.nr, c1 = panels * (t + 1) / team * tile.nr;
-      C* const col = ap + gemm_work;
-      Col2im<C> sc{&g, nullptr, col, slab, 0, 0, 0};
-      const ColumnSink sink{&Col2im<C>::Add, &sc};
-      const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
-      for (int64_t img = 0; img < g.batch && c0 < c1 && !ctx.cancelled(); img += images) {
-        const int64_t count = std::min(g.batch - img, images);
-        sc.dx = dx + img * image;
-        sc.img0 = img;
-        for (int64_t p = 0; p < count * g.in_h * g.in_w; ++p)
-          std::fill(sc.dx + p * ci + c0, sc.dx + p * ci + c1, C{0});
-        const int64_t first = img * pixels, end = (img + count) * pixels;
-        for (int64_t r = first; r < end; r += span) {
-          sc.r0 = r;
-          sc.r1 = std::min(end, r + span);
-          for (int64_t tap = 0; tap < taps; ++tap) {
-            sc.q0 = tap * ci + c0;
-            GemmRows(a, b.Shifted(sc.q0 * co), sc.r0, sc.r1, c1 - c0, co, col, slab, ap, tile, ctx,
-                     &sink);
-          }
-        }
-      }
-    } else if (pointwise) {
+    if (pointwise) {
       const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
       const auto [m0, m1] = RowsOf(g.batch * pixels, team, t, tile.mr);
       GemmRows(a, b, m0, m1, n, co, dx + m0 * ci, ci, ap, tile, ctx);
     } else {
+      // This thread's images [b0, b1) and input channels [c0, c1): whole images, every channel;
+      // or (by_taps) every image, whole panels of channels as evenly as they go, a GEMM per tap.
+      // Either way each element of dx gets its sums in the order of its row runs and then of the
+      // taps (see ByTaps), whatever the split.
+      int64_t b0 = g.batch * t / team, b1 = g.batch * (t + 1) / team, c0 = 0, c1 = ci;
+      if (by_taps) {
+        const int64_t panels = ci / tile.nr;
+        b0 = 0;
+        b1 = g.batch;
+        c0 = panels * t / team * tile.nr;
+        c1 = panels * (t + 1) / team * tile.nr;
+      }
+      const int64_t pieces = by_taps ? taps : 1, width = by_taps ? c1 - c0 : n;
       C* const col = ap + gemm_work;
       C* const dy_group = col + WholeLines<C>(span * slab);
       C* const dx_group = dy_group + dy_room;
       Col2im<C> sc{&g, nullptr, col, slab, 0, 0, 0};
       const ColumnSink sink{&Col2im<C>::Add, &sc};
-      for (int64_t img = b0; img < b1 && !ctx.cancelled();) {
+      for (int64_t img = b0; img < b1 && c0 < c1 && !ctx.cancelled();) {
         // Images [img, img + count): out_backprop's rows from [img * pixels, ...) at A's row 0,
         // and their dx, zeroed group by group (a run cancelled before it starts writes nothing).
         const int64_t count = std::min(b1 - img, images);
@@ -1719,13 +1702,22 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
         }
         sc.dx = dx != nullptr ? dx + img * image : dx_group;
         sc.img0 = img;
-        std::fill(sc.dx, sc.dx + count * image, C{0});
+        if (c1 - c0 == ci) {
+          std::fill(sc.dx, sc.dx + count * image, C{0});
+        } else {
+          for (int64_t p = 0; p < count * g.in_h * g.in_w; ++p)
+            std::fill(sc.dx + p * ci + c0, sc.dx + p * ci + c1, C{0});
+        }
         const MatrixView<C> a = MatrixView<C>::Dense(dy, co, co, false);
         const int64_t first = img * pixels, end = (img + count) * pixels;
         for (int64_t r = first; r < end; r += span) {  // GemmRows polls the flag
           sc.r0 = r;
           sc.r1 = std::min(end, r + span);
-          GemmRows(a, b, sc.r0 - first, sc.r1 - first, n, co, col, slab, ap, tile, ctx, &sink);
+          for (int64_t piece = 0; piece < pieces; ++piece) {
+            sc.q0 = by_taps ? piece * ci + c0 : 0;
+            GemmRows(a, b.Shifted(sc.q0 * co), sc.r0 - first, sc.r1 - first, width, co, col, slab,
+                     ap, tile, ctx, &sink);
+          }
         }
         if (dx == nullptr && !ctx.cancelled()) {
           for (int64_t j = 0; j < count; ++j)

@@ -426,6 +426,31 @@ constexpr bool WideTiles(int64_t width) {
   return (width + kWideP - 1) / kWideP * kWideP <= (width + P - 1) / P * P;
 }
 
+/// Whether a result of `bytes` that `threads` threads write goes past the caches (StreamVec):
+/// each thread writes more than kStreamShareBytes, half a core's L2 (the other half holds what
+/// its tiles reuse), and the shared L3 would not keep it (FitsSharedCache). The direct kernels'
+/// results (StreamsResult in blocks/conv/conv2d.cc, with the measurements) and the Winograd
+/// filter gradient's dw follow it.
+inline constexpr int64_t kStreamShareBytes = int64_t{512} << 10;
+inline bool StreamsShare(int64_t bytes, int threads) {
+  return bytes > kStreamShareBytes * threads && !FitsSharedCache(bytes);
+}
+
+/// Copies the n values at src to dst: past the caches a vector at a time where `stream`, n is a
+/// whole number of 64-byte vectors and dst is 64-byte aligned (AVX-512's V only: StreamVec),
+/// else plainly.
+template <typename V, typename C>
+BF_CONV_INLINE void PutRun(const C* __restrict src, int64_t n, C* __restrict dst, bool stream) {
+  if constexpr (!kIsSplitVec<V>) {
+    constexpr int64_t L = sizeof(V) / sizeof(C);
+    if (stream && n % L == 0 && reinterpret_cast<uintptr_t>(dst) % 64 == 0) {
+      for (int64_t q = 0; q < n; q += L) StreamVec(dst + q, LoadVec<V>(src + q));
+      return;
+    }
+  }
+  std::copy_n(src, n, dst);
+}
+
 /// Runs `row(r, partial)` for every r in [0, rows) on `nt` threads, each adding into its own
 /// zeroed partial sum of `size` elements, then adds the partial sums in thread order and rounds
 /// them into `out`: deterministic for a given thread count, and no atomics. Rows left once `k`

@@ -26,60 +26,57 @@ constexpr int64_t kPoints = 16, kTileOut = 2, kTileIn = 4;
 // for each ISA, which BF_CONV_ISA_FNS compiles them once per row of the ISA table. They add,
 // subtract and halve, never multiply-add, so no ISA fuses any of them and the bits match.
 
+// The output channels a transform stages at a time before it copies them out (StreamVec's
+// runs where it stores past the caches).
+constexpr int64_t kStagedRun = 64;
+
+// U[4i + j][q] = (G g G^T)[i][j] at u + (4i + j) * us + q, for the n output channels q of one
+// input channel whose 3x3 filter values are g[(kh * 3 + kw) * plane + q] (HWIO, from the first
+// of them). G = [1 0 0; h h h; h -h h; 0 0 1] with h = 1/2.
+template <typename C>
+BF_CONV_INLINE void WinoFilterPoints(const C* __restrict g, int64_t plane, int64_t n, int64_t us,
+                                     C* __restrict u) {
+  const C half = static_cast<C>(0.5);
+#pragma omp simd
+  for (int64_t q = 0; q < n; ++q) {
+    C t[4][3];  // G g: rows of the filter combined, per filter column j
+    for (int j = 0; j < 3; ++j) {
+      const C g0 = g[j * plane + q], g1 = g[(3 + j) * plane + q], g2 = g[(6 + j) * plane + q];
+      t[0][j] = g0;
+      t[1][j] = half * (g0 + g1 + g2);
+      t[2][j] = half * (g0 - g1 + g2);
+      t[3][j] = g2;
+    }
+    for (int i = 0; i < 4; ++i) {  // (G g) G^T: its columns combined, per row i
+      u[(4 * i + 0) * us + q] = t[i][0];
+      u[(4 * i + 1) * us + q] = half * (t[i][0] + t[i][1] + t[i][2]);
+      u[(4 * i + 2) * us + q] = half * (t[i][0] - t[i][1] + t[i][2]);
+      u[(4 * i + 3) * us + q] = t[i][2];
+    }
+  }
+}
+
 // U[4i + j][c][k] = (G g G^T)[i][j] for the input channels [c0, c1) and output channels
 // [k0, k1), g the 3x3 filter of (c, k): w[(kh * 3 + kw) * cin * cout + c * cout + k] (HWIO);
-// point xi's plane at u + xi * us.
-// G = [1 0 0; h h h; h -h h; 0 0 1] with h = 1/2.
+// point xi's plane at u + xi * us. With `stream`, each run of output channels is staged and
+// stored past the caches (PutRun): the same values.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void WinoFilterT(const C* __restrict w, int64_t cin, int64_t cout, int64_t c0,
                                 int64_t c1, int64_t k0, int64_t k1, int64_t us, bool stream,
                                 C* __restrict u) {
   const int64_t plane = cin * cout;
-  const C half = static_cast<C>(0.5);
+  alignas(64) C stage[kPoints][kStagedRun];
   for (int64_t c = c0; c < c1; ++c) {
     const C* g = w + c * cout;
     C* uc = u + c * cout;
-    int64_t k_lo = k0;
-    if constexpr (!kIsSplitVec<V>) {
-      // Past the caches, a vector of output channels at a time, where every plane's row is
-      // 64-byte aligned there: the same sums in the same order as the loop below.
-      constexpr int64_t L = sizeof(V) / sizeof(C);
-      const bool aligned = reinterpret_cast<uintptr_t>(uc + k0) % 64 == 0 && us % L == 0;
-      for (; stream && aligned && k_lo + L <= k1; k_lo += L) {
-        V t[4][3];
-        for (int j = 0; j < 3; ++j) {
-          const V g0 = LoadVec<V>(g + j * plane + k_lo),
-                  g1 = LoadVec<V>(g + (3 + j) * plane + k_lo);
-          const V g2 = LoadVec<V>(g + (6 + j) * plane + k_lo);
-          t[0][j] = g0;
-          t[1][j] = half * (g0 + g1 + g2);
-          t[2][j] = half * (g0 - g1 + g2);
-          t[3][j] = g2;
-        }
-        for (int i = 0; i < 4; ++i) {
-          StreamVec(uc + (4 * i + 0) * us + k_lo, t[i][0]);
-          StreamVec(uc + (4 * i + 1) * us + k_lo, half * (t[i][0] + t[i][1] + t[i][2]));
-          StreamVec(uc + (4 * i + 2) * us + k_lo, half * (t[i][0] - t[i][1] + t[i][2]));
-          StreamVec(uc + (4 * i + 3) * us + k_lo, t[i][2]);
-        }
-      }
+    if (!stream) {
+      WinoFilterPoints(g + k0, plane, k1 - k0, us, uc + k0);
+      continue;
     }
-#pragma omp simd
-    for (int64_t k = k_lo; k < k1; ++k) {
-      C t[4][3];  // G g: rows of the filter combined, per filter column j
-      for (int j = 0; j < 3; ++j) {
-        const C g0 = g[j * plane + k], g1 = g[(3 + j) * plane + k], g2 = g[(6 + j) * plane + k];
-        t[0][j] = g0;
-        t[1][j] = half * (g0 + g1 + g2);
-        t[2][j] = half * (g0 - g1 + g2);
-        t[3][j] = g2;
-      }
-      for (int i = 0; i < 4; ++i) {  // (G g) G^T: its columns combined, per row i
-        uc[(4 * i + 0) * us + k] = t[i][0];
-        uc[(4 * i + 1) * us + k] = half * (t[i][0] + t[i][1] + t[i][2]);
-        uc[(4 * i + 2) * us + k] = half * (t[i][0] - t[i][1] + t[i][2]);
-        uc[(4 * i + 3) * us + k] = t[i][2];
-      }
+    for (int64_t r0 = k0; r0 < k1; r0 += kStagedRun) {
+      const int64_t run = std::min(kStagedRun, k1 - r0);
+      WinoFilterPoints(g + r0, plane, run, kStagedRun, &stage[0][0]);
+      for (int xi = 0; xi < kPoints; ++xi) PutRun<V>(stage[xi], run, uc + xi * us + r0, true);
     }
   }
   if (stream) StreamFence();
@@ -179,16 +176,15 @@ BF_CONV_INLINE void WinoFilterGradT(const C* __restrict du, int64_t ldu, int64_t
                                     int64_t part_step, int64_t rows, int64_t kn, int64_t ldw,
                                     int64_t plane, bool stream, C* __restrict dw) {
   const C half = static_cast<C>(0.5);
-  // A run of kRun output channels at a time is staged, its 9 taps side by side, and then copied
-  // out tap by tap: the 9 taps' planes of dw lie a multiple of 4 KB apart when a plane is (fc6's
-  // are 2 MB apart), and 9 rows written at once in an 8-way L1 set evict one another.
-  constexpr int64_t kRun = 64;
-  alignas(64) C stage[9][kRun];
+  // A run of kStagedRun output channels at a time is staged, its 9 taps side by side, and then
+  // copied out tap by tap: the 9 taps' planes of dw lie a multiple of 4 KB apart when a plane is
+  // (fc6's are 2 MB apart), and 9 rows written at once in an 8-way L1 set evict one another.
+  alignas(64) C stage[9][kStagedRun];
   for (int64_t c = 0; c < rows; ++c) {
     const C* uc = du + c * ldu;
     C* wc = dw + c * ldw;
-    for (int64_t r0 = 0; r0 < kn; r0 += kRun) {
-      const int64_t run = std::min(kRun, kn - r0);
+    for (int64_t r0 = 0; r0 < kn; r0 += kStagedRun) {
+      const int64_t run = std::min(kStagedRun, kn - r0);
 #pragma omp simd
       for (int64_t q = 0; q < run; ++q) {
         const int64_t k = r0 + q;
@@ -208,17 +204,7 @@ BF_CONV_INLINE void WinoFilterGradT(const C* __restrict du, int64_t ldu, int64_t
           stage[3 * i + 2][q] = half * (sr[i][1] + sr[i][2]) + sr[i][3];
         }
       }
-      for (int tap = 0; tap < 9; ++tap) {
-        C* const out = wc + tap * plane + r0;
-        if constexpr (!kIsSplitVec<V>) {
-          constexpr int64_t L = sizeof(V) / sizeof(C);
-          if (stream && run == kRun && reinterpret_cast<uintptr_t>(out) % 64 == 0) {
-            for (int64_t q = 0; q < kRun; q += L) StreamVec(out + q, LoadVec<V>(stage[tap] + q));
-            continue;
-          }
-        }
-        std::copy_n(stage[tap], run, out);
-      }
+      for (int tap = 0; tap < 9; ++tap) PutRun<V>(stage[tap], run, wc + tap * plane + r0, stream);
     }
   }
   if (stream) StreamFence();
@@ -470,7 +456,6 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
 // channels: each thread then sums every tile for its columns (transforming every tile's input
 // itself) in the blocks one thread would take, the bits of one thread.
 constexpr int64_t kFilterBlockTiles = 128;
-constexpr int64_t kStreamedFilterBytes = int64_t{512} << 10;
 constexpr int64_t kWinoPanel = 64;
 
 template <typename C>
@@ -488,13 +473,10 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
   if (!by_columns) nt = static_cast<int>(std::min<int64_t>(nt, tiles));
   const int64_t sharing = by_columns ? 1 : nt;  // threads among which the tiles are split
   const int64_t tb = std::min(kFilterBlockTiles, (tiles + sharing - 1) / sharing);
-  // dw stored past the caches where the shared L3 would not keep it (FitsSharedCache; on AMD's
-  // cores, every dw past kStreamedFilterBytes a thread), as the direct kernels store their large
-  // results (StreamsResult): fc6's 18.9 MB had been read in before each line was written. One
-  // pinned core, 60 calls paired: 0.935 of its time; two threads 0.90; resnet_28x128's 590 KB
-  // (one thread) 0.994.
-  const int64_t dw_bytes = 9 * plane * static_cast<int64_t>(sizeof(C));
-  const bool stream = dw_bytes > kStreamedFilterBytes * nt && !FitsSharedCache(dw_bytes);
+  // dw stored past the caches by the direct kernels' rule for their results (StreamsShare):
+  // fc6's 18.9 MB had been read in before each line was written. One pinned core, 60 calls
+  // paired: 0.935 of its time; two threads 0.90; resnet_28x128's 590 KB (one thread) 0.994.
+  const bool stream = StreamsShare(9 * plane * static_cast<int64_t>(sizeof(C)), nt);
   int got = nt;  // the threads the region got
   // The pass's buffers, freed before a pass planned again for fewer threads (below) takes its own.
   {

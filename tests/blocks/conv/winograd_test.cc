@@ -250,14 +250,15 @@ TEST(Winograd, SameBitsPerThreadCountAndAtAvx2AndAvx512) {
   EXPECT_EQ(ops, 2 * static_cast<int>(WinogradProblems().size()) + 3);
 }
 
-// The filter gradient stores a dw past kStreamedFilterBytes a thread past the caches where the
+// The filter gradient stores a dw past kStreamShareBytes a thread past the caches where the
 // shared L3 would not keep it, and the forward its transformed filter where that outgrows half
 // of the L3 (both with an L3 of one byte here, on any host): the same bits as stored plainly (an
 // L3 that keeps everything), within rounding of the reference, at 1, 2 and 3 threads, in
 // float32 and float64. 256 x 520 channels: a dw of 4.8 and 9.6 MB and a transformed filter of
-// 8.5 and 17 MB, whose threads split the channels from two threads on (520 is no multiple of the
-// 64-value runs the filter gradient streams, so each row's last run is stored plainly; the
-// forward streams the rows that start on a whole line). 96 x 200: 0.7 and 1.4 MB, the filter
+// 8.5 and 17 MB, whose threads split the channels from two threads on (both stage runs of 64
+// output channels and stream those that start on a whole line and fill whole lines: each row's
+// last run of 8 values is stored plainly in float32; in the forward, rows of 520 channels start
+// on a whole line every other input channel). 96 x 200: 0.7 and 1.4 MB, the filter
 // gradient's threads splitting the tiles: streamed on one thread, and on two in float64. (Only
 // AVX-512 streams: on a host without it, this checks the plain stores.)
 TEST(Winograd, LargeBuffersStoredPastTheCachesKeepTheirBits) {
