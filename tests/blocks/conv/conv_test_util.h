@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -199,14 +200,17 @@ inline ConvState StateOf(int op, const Resolved& r) {
   return ConvState{static_cast<ConvOp>(op), r.attrs, r.geometry};
 }
 
-/// Runs one op's kernel directly (RunConv) into a zeroed output. `op` is 0..2 (forward, input
-/// grad, filter grad). Inputs are x, w, dy as relevant; returns the output.
+/// Runs one op's kernel directly (RunConv) and returns its output. `op` is 0..2 (forward, input
+/// grad, filter grad). Inputs are x, w, dy as relevant. The output starts as NaN (all-ones
+/// bytes, a NaN in every float type), as a reused buffer would hold garbage: an element a
+/// kernel leaves unwritten, or adds into instead of writing, shows in every comparison.
 inline Expected<Tensor> RunOp(KernelKind kind, int op, const Resolved& r, const Tensor& x,
                               const Tensor& w, const Tensor& dy, int threads) {
   const ConvState s = StateOf(op, r);
   const Tensor& a = s.op == ConvOp::kBackpropInput ? w : x;
   const Tensor& b = s.op == ConvOp::kForward ? w : dy;
-  Tensor out(a.dtype(), OperandShapes(s).out);
+  Tensor out = Tensor::Uninitialized(a.dtype(), OperandShapes(s).out);
+  std::memset(out.raw(), 0xff, out.num_bytes());
   KernelContext k;
   k.num_threads = threads;
   RETURN_IF_ERROR(RunConv(kind, s, a, b, &out, k));
