@@ -80,8 +80,7 @@ void PackPanels(const ConvGeometry& g, int64_t lanes_vec, int64_t reduce, const 
     // from memory: 1.7% of the stride-2 28x128 forward's time saved), with no per-lane
     // indexing.
     const int64_t rows = g.groups * taps * reduce;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < rows; ++i) {
+    ParallelFor(nt, rows, [&](int64_t i) {
       const int64_t grp = i / (taps * reduce), tr = i % (taps * reduce);
       const C* __restrict s =
           src.base + grp * src.group + tr / reduce * src.tap_step + tr % reduce * src.reduce;
@@ -90,13 +89,12 @@ void PackPanels(const ConvGeometry& g, int64_t lanes_vec, int64_t reduce, const 
             o + PanelOffset(g, lanes_vec, grp, j, reduce, L) + tr * PanelStep(lanes_vec, j, L);
         __builtin_memcpy(d, s + j, L * sizeof(C));  // 64 bytes: four or two vector moves
       }
-    }
+    });
     return;
   }
   BF_CHECK(src.reduce == 1, "a filter's lanes or its reduced channels must be adjacent");
   const bool fast = ActiveIsa() != Isa::kBase;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t p = 0; p < g.groups * blocks; ++p) {
+  ParallelFor(nt, g.groups * blocks, [&](int64_t p) {
     const int64_t grp = p / blocks, j = p % blocks * L;
     const int64_t step = PanelStep(lanes_vec, j, L);
     C* panel = o + PanelOffset(g, lanes_vec, grp, j, reduce, L);
@@ -104,7 +102,7 @@ void PackPanels(const ConvGeometry& g, int64_t lanes_vec, int64_t reduce, const 
       const C* s = src.base + grp * src.group + t * src.tap_step + j * src.lane_step;
       TransposeBlock(s, src.lane_step, panel + t * reduce * step, step, L, reduce, fast);
     }
-  }
+  });
 }
 
 // The forward's panels (PackPanels) and after them, if some output channels are left after
@@ -1480,8 +1478,7 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
   const int64_t per_thread = ThreadStride<C>(gemm_work + (own_blocks ? m * ld : 0), nt);
   Reused<C> work(kSlotGemmWork);
   work->resize(static_cast<size_t>(nt * per_thread));
-#pragma omp parallel num_threads(nt)
-  {
+  InTeam(nt, [&] {
     // Split over the threads the region got (OpenMP may give fewer than asked).
     const int t = omp_get_thread_num(), team = omp_get_num_threads();
     C* mine = work.data() + t * per_thread;
@@ -1503,7 +1500,7 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
       const auto [m0, m1] = RowsOf(m, team, t, tile.mr);
       GemmRows(a, b, m0, m1, n, k, c + m0 * n, n, mine, tile, ctx, nullptr, stream);
     }
-  }
+  });
 }
 
 // The GEMM's B, widened as PackB reads it when 16-bit, not into a whole float copy first: the
@@ -1662,8 +1659,7 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   work->resize(static_cast<size_t>(nt * per_thread));
   // B[co, (tap, ci)] = w[tap, ci, co]: the HWIO filter read along co.
   const MatrixView<C> b = DenseB(args.w_t, args.w, co, true);
-#pragma omp parallel num_threads(nt)
-  {
+  InTeam(nt, [&] {
     // Split over the threads the region got (OpenMP may give fewer than asked).
     const int t = omp_get_thread_num(), team = omp_get_num_threads();
     C* ap = work.data() + t * per_thread;
@@ -1727,7 +1723,7 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
         img += count;
       }
     }
-  }
+  });
 }
 
 template <typename T>
@@ -1809,8 +1805,7 @@ void DirectForward(const KernelArgs<T>& args, const ConvGeometry& g, const S* x,
   // within 1-4% either way.
   const bool copies =
       nt > 1 && static_cast<int64_t>(packed->size() * sizeof(C)) <= CacheBytes(2, int64_t{1} << 20);
-#pragma omp parallel num_threads(nt)
-  {
+  InTeam(nt, [&] {
     const int t = omp_get_thread_num();
     Reused<C> copy(kSlotFilterCopy);
     const C* wp = packed.data();
@@ -1824,7 +1819,7 @@ void DirectForward(const KernelArgs<T>& args, const ConvGeometry& g, const S* x,
       row(g, xrows.FilterRows(t, r), wp, out.Row(r, t), r % g.out_h, zeros.data(), stream);
       out.Done(r, t);
     }
-  }
+  });
 }
 
 // At stride 1 the input gradient is a forward convolution: dx[ih, iw, ci] = sum over (kh, kw)

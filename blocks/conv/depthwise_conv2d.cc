@@ -1287,9 +1287,8 @@ void ForwardInChannelBlocks(const ConvGeometry& f, const T* x, const ComputeT<T>
   const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
   const DwForwardFn<C> row = DwForwardRow(C{});
   const int64_t taps = f.filter_h * f.filter_w;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t item = 0; item < items; ++item) {
-    if (ctx.cancelled()) continue;
+  ParallelFor(nt, items, [&](int64_t item) {
+    if (ctx.cancelled()) return;
     const int t = omp_get_thread_num();
     const int64_t b = item / blocks, c0 = item % blocks * G, gs = std::min(G, ch - c0);
     const ConvGeometry e = BlockGeometry(f, gs);
@@ -1310,7 +1309,7 @@ void ForwardInChannelBlocks(const ConvGeometry& f, const T* x, const ComputeT<T>
       }
       ScatterRows(yout[t], yb, DataFormat::kNCHW, f.out_h, f.out_w, gs, 0, oh0, oh1 - oh0);
     }
-  }
+  });
 }
 
 // The filter flipped in both spatial axes: wf[k, c] = w[taps - 1 - k, c] for the stride-1 input
@@ -1391,8 +1390,7 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
     const int64_t n = r / g.in_h, oh = r % g.in_h - f.pad_top + kh * g.dilation_h;
     return oh >= 0 && oh < g.out_h ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
   };
-#pragma omp parallel num_threads(nt)
-  {
+  InTeam(nt, [&] {
     const int t = omp_get_thread_num();
     const C** drt = dr[t];
     C* tmpt = tmp[t];
@@ -1429,7 +1427,7 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
       }
       out.Done(r, t);
     }
-  }
+  });
 }
 
 // The input gradient at strides above 1: rows of the expanded channels c*M + m, with M > 1 into
@@ -1495,9 +1493,8 @@ void DwBackpropInputStridedChannelBlocks(const KernelArgs<T>& args, const Kernel
   PerThread<IntPair> scratch = InputScratch(g, nt);
   const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
   const RowFn<C> row = DwBackpropInputRow(C{});
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t item = 0; item < items; ++item) {
-    if (ctx.cancelled()) continue;
+  ParallelFor(nt, items, [&](int64_t item) {
+    if (ctx.cancelled()) return;
     const int t = omp_get_thread_num();
     const int64_t b = item / blocks, c0 = item % blocks * G, gs = std::min(G, ch - c0);
     const ConvGeometry e = BlockGeometry(g, gs);
@@ -1512,7 +1509,7 @@ void DwBackpropInputStridedChannelBlocks(const KernelArgs<T>& args, const Kernel
             scratch[t]);
       ScatterRows(dxout[t], dxb, DataFormat::kNCHW, g.in_h, g.in_w, gs, 0, ih0, ih1 - ih0);
     }
-  }
+  });
 }
 
 template <typename T>
@@ -1762,9 +1759,8 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
   constexpr int64_t kSumRows = 4;
   const DwSweepFn<C> sweep = DwSweep(C{});
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t item = 0; item < items; ++item) {
-    if (ctx.cancelled()) continue;
+  ParallelFor(nt, items, [&](int64_t item) {
+    if (ctx.cancelled()) return;
     const int t = omp_get_thread_num();
     const int64_t blk = item / chunks, chunk = item % chunks;
     const int64_t c0 = blk * G, gs = std::min(G, ch - c0);
@@ -1793,12 +1789,11 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
         row(e, xr, dyin[t] + oh * g.out_w * gs, sums, nullptr);
       }
     }
-  }
+  });
   if (ctx.cancelled()) return;
   T* dw = args.filter_grad->template data<T>();
   const int adders = ItemThreads(ctx.num_threads, blocks, taps * G * chunks);
-#pragma omp parallel for num_threads(adders) schedule(static)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
+  ParallelFor(adders, blocks, [&](int64_t blk) {
     const int64_t c0 = blk * G, gs = std::min(G, ch - c0), size = taps * gs;
     C* __restrict sums = partial.data() + blk * chunks * stride;
     for (int64_t chunk = 1; chunk < chunks; ++chunk) {
@@ -1806,7 +1801,7 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
       for (int64_t i = 0; i < size; ++i) sums[i] += theirs[i];
     }
     for (int64_t k = 0; k < taps; ++k) ConvertRun(sums + k * gs, dw + k * ch + c0, gs);
-  }
+  });
 }
 
 template <typename T>

@@ -14,6 +14,8 @@ namespace {
 
 constexpr int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+}  // namespace
+
 // The flat planes of one geometry (depthwise_planes.h, column stride 1) for a band of `rows`
 // output rows: sh phase planes, each ph rows of pw, in which tap t (kh-major) reads phase plane
 // phase[t] at offset off[t] from the output position oh * pw + ow (oh counted from the band's
@@ -27,6 +29,10 @@ struct Planes {
   int64_t size = 0;   // elements of one phase plane: whole vectors past the last read
   std::vector<int64_t> phase, off;
 };
+// (Outside the anonymous namespace: the kernels' closures, of functions the header declares,
+// hold references to it.)
+
+namespace {
 
 Planes PlanesOf(const ConvGeometry& g, int64_t lanes, int64_t rows) {
   Planes p;
@@ -260,9 +266,8 @@ void DwForwardPlanes(const KernelArgs<T>& args, const KernelContext& ctx) {
   PerThread<const C*> src(nt, taps);
   for (int t = 0; t < nt; ++t) TapSources(p, phases[t], src[t]);
   const ShiftedSumsFn<C> sums = ShiftedSumsFor(C{});
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t item = 0; item < items; ++item) {
-    if (ctx.cancelled()) continue;
+  ParallelFor(nt, items, [&](int64_t item) {
+    if (ctx.cancelled()) return;
     const int t = omp_get_thread_num();
     const int64_t b = item / g.in_depth, c = item % g.in_depth;
     C* planes = phases[t];
@@ -277,7 +282,7 @@ void DwForwardPlanes(const KernelArgs<T>& args, const KernelContext& ctx) {
         for (int64_t r = 0; r < rows; ++r) ConvertRun(out[t] + r * p.pw, y + r * g.out_w, g.out_w);
       }
     }
-  }
+  });
 }
 
 template <typename T>
@@ -297,9 +302,8 @@ void DwBackpropInputPlanes(const KernelArgs<T>& args, const KernelContext& ctx) 
   PerThread<C> weights(nt, mult * taps);
   PerThread<const C*> src(nt, mult * taps);
   const ShiftedSumsFn<C> sums = ShiftedSumsFor(C{});
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t item = 0; item < items; ++item) {
-    if (ctx.cancelled()) continue;
+  ParallelFor(nt, items, [&](int64_t item) {
+    if (ctx.cancelled()) return;
     const int t = omp_get_thread_num();
     const int64_t b = item / g.in_depth, c = item % g.in_depth;
     for (int64_t m = 0; m < mult; ++m) {
@@ -339,7 +343,7 @@ void DwBackpropInputPlanes(const KernelArgs<T>& args, const KernelContext& ctx) 
       ConvertRun(dx[t] + r % p.sh * n + pr * p.pw + g.pad_left, drow, inside);
       std::fill_n(drow + inside, g.in_w - inside, T{});
     }
-  }
+  });
 }
 
 template <typename T>
@@ -360,8 +364,7 @@ void DwBackpropFilterPlanes(const KernelArgs<T>& args, const KernelContext& ctx)
   const ShiftedDotsFn<C> dots = ShiftedDotsFor(C{});
   const AllFiniteFn<C> all_finite = AllFiniteFor(C{});
   for (int t = 0; t < nt; ++t) TapSources(p, phases[t], src[t]);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t c = 0; c < g.in_depth; ++c) {
+  ParallelFor(nt, g.in_depth, [&](int64_t c) {
     const int t = omp_get_thread_num();
     for (int64_t b = 0; b < g.batch; ++b) {
       if (ctx.cancelled()) break;
@@ -380,7 +383,7 @@ void DwBackpropFilterPlanes(const KernelArgs<T>& args, const KernelContext& ctx)
         }
       }
     }
-  }
+  });
   if (ctx.cancelled()) return;
   ConvertRun(dw.data(), args.filter_grad->template data<T>(), taps * ch);
 }

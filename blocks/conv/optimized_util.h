@@ -197,10 +197,9 @@ class LinesAhead {
 /// skips the rows left once `ctx` is cancelled.
 template <typename Row>
 void ParallelRows(int64_t rows, int nt, const KernelContext& ctx, const Row& row) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
+  ParallelFor(nt, rows, [&](int64_t r) {
     if (!ctx.cancelled()) row(r, omp_get_thread_num());
-  }
+  });
 }
 
 /// `count` elements of E rounded up to whole 64-byte cache lines: the stride of per-thread
@@ -468,8 +467,7 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
   // has 590 KB per thread).
   partial->resize(static_cast<size_t>(nt * stride));
   int team = nt;  // the threads the region got: the partial sums written
-#pragma omp parallel num_threads(nt)
-  {
+  InTeam(nt, [&] {
     C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * stride;
     std::fill(mine, mine + size, C{0});
 #pragma omp single nowait
@@ -478,7 +476,7 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
     for (int64_t r = 0; r < rows; ++r) {
       if (!k.cancelled()) row(r, mine);
     }
-  }
+  });
   if (k.cancelled()) return;
   nt = team;
   // The sums a chunk at a time, each thread's added in turn (loops the compiler vectorises: one
@@ -490,8 +488,7 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
   constexpr int64_t kChunk = 4096;
   C* sums = partial.data();
   const int64_t chunks = (size + kChunk - 1) / kChunk;
-#pragma omp parallel for num_threads(ThreadsFor(k.num_threads, size* nt, 1 << 16)) schedule(static)
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+  ParallelFor(ThreadsFor(k.num_threads, size * nt, 1 << 16), chunks, [&](int64_t chunk) {
     const int64_t i0 = chunk * kChunk, i1 = std::min(size, i0 + kChunk);
     int t = 1;
     C* __restrict total = sums;
@@ -509,7 +506,7 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
       const C* __restrict theirs = sums + t * stride;
       for (int64_t i = i0; i < i1; ++i) total[i] += theirs[i];
     }
-  }
+  });
   if constexpr (!std::is_same_v<T, C>) ConvertParallel(sums, out, size, k.num_threads);
 }
 

@@ -407,8 +407,7 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
   const WinoFilterFn<C> filter = WinoFilter(C{});
   const WinoInputFn<C> input = WinoInput(C{});
   const WinoOutputFn<C> output = WinoOutput(C{});
-#pragma omp parallel num_threads(nt)
-  {
+  InTeam(nt, [&] {
     // Split over the threads the region got (OpenMP may give fewer than asked).
     const int t = omp_get_thread_num(), team = omp_get_num_threads();
     // This thread's output channels [k0, k1) and blocks of tiles [b0, b1).
@@ -443,7 +442,7 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
       }
       output(m, count, kn, ms, py);
     }
-  }
+  });
 }
 
 // The filter gradient sums each point's products over every tile: dU[xi] = V[xi]^T * D[xi], a
@@ -502,8 +501,7 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
     const WinoOutBackpropFn<C> out_backprop = WinoOutBackprop(C{});
     const WinoFilterGradFn<C> filter_grad = WinoFilterGrad(C{});
     bool complete = false;  // every thread's sums whole (no cancellation): dw is written
-#pragma omp parallel num_threads(nt)
-    {
+    InTeam(nt, [&] {
       // Split over the threads the region got (OpenMP may give fewer than asked), but planes
       // sized for nt threads' columns have no room for a smaller team's: that team sums nothing,
       // and the run is planned again below for the threads it had.
@@ -557,7 +555,7 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
         filter_grad(sums.data() + c0 * cout, cout, us, team, part_step, c1 - c0, cout, cout, plane,
                     stream, dw + c0 * cout);
       }
-    }
+    });
   }
   if (by_columns && got < nt && !ctx.cancelled()) {
     KernelContext fewer = ctx;
@@ -590,9 +588,9 @@ void WinogradKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelCo
   WrittenFirst<C> turned(taps * ci * co, kSlotFilterCopy);
   C* wt = turned.data();
   const int nt = ThreadsFor(ctx.num_threads, taps * ci * co, 1 << 16);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t tap = 0; tap < taps; ++tap)
+  ParallelFor(nt, taps, [&](int64_t tap) {
     TransposeConvert(args.w + (taps - 1 - tap) * ci * co, co, wt + tap * co * ci, ci, ci, co);
+  });
   WinogradRun(f, args.dy, wt, args.result, ctx);
 }
 template <typename T>

@@ -489,6 +489,59 @@ TEST(SmallerTeams, KernelsSplitOverTheThreadsTheyGet) {
   }
 }
 
+// What a region of InTeam(nt) saw: its nesting level, the thread number of the thread that ran
+// its `single`, and how often each of 10 iterations of its orphaned worksharing loop ran.
+struct TeamSeen {
+  int level = -1, thread = -1;
+  std::vector<int> hits = std::vector<int>(10, 0);
+};
+TeamSeen SeenInTeam(int nt) {
+  TeamSeen seen;
+  internal::InTeam(nt, [&] {
+#pragma omp single
+    {
+      seen.level = omp_get_level();
+      seen.thread = omp_get_thread_num();
+    }
+#pragma omp for
+    for (int i = 0; i < 10; ++i) ++seen.hits[static_cast<size_t>(i)];
+  });
+  return seen;
+}
+
+// The kernels' regions (InTeam, ParallelFor): one thread runs the work itself, outside OpenMP
+// (no region: with libgomp each costs a system call), its orphaned worksharing loops taking every
+// iteration; more threads get a region; inside a caller's active region even one thread gets a
+// region of its own, so that its thread number and worksharing are its own (run in the caller's
+// team, KernelsSplitOverTheThreadsTheyGet corrupted the heap).
+TEST(SmallerTeams, OneThreadRunsOutsideOpenMp) {
+  for (int nt : {1, 2, 3}) {
+    std::vector<int> hits(100, 0);
+    internal::ParallelFor(nt, 100, [&](int64_t i) { ++hits[static_cast<size_t>(i)]; });
+    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 100) << nt << " threads";
+    const TeamSeen seen = SeenInTeam(nt);
+    EXPECT_EQ(seen.level, nt == 1 ? 0 : 1) << nt << " threads";
+    EXPECT_EQ(std::count(seen.hits.begin(), seen.hits.end(), 1), 10) << nt << " threads";
+  }
+  // Nested: the outer team's second thread asks for one (no worksharing here, which in the
+  // outer team would wait for the first thread forever).
+  int outer = 0, level = -1, thread = -1;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    outer = omp_get_num_threads();
+    if (omp_get_thread_num() == 1) {
+      internal::InTeam(1, [&] {
+        level = omp_get_level();
+        thread = omp_get_thread_num();
+      });
+    }
+  }
+  if (outer != 2) GTEST_SKIP() << "OpenMP gives no second thread here";
+  EXPECT_EQ(level, 2);
+  EXPECT_EQ(thread, 0);
+}
+
 // Problem p's op (0 forward, 1 input gradient, 2 filter gradient) in `dtype` on random
 // operands (on a grid of 1/grid when grid > 0, see RandomTensor), `values(geometry)` of whose
 // values (4 bytes or more each: those it writes, or reads) are asserted above `min_bytes` (the
