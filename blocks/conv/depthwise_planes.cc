@@ -19,8 +19,9 @@ constexpr int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // The flat planes of one geometry (depthwise_planes.h, column stride 1) for a band of `rows`
 // output rows: sh phase planes, each ph rows of pw, in which tap t (kh-major) reads phase plane
 // phase[t] at offset off[t] from the output position oh * pw + ow (oh counted from the band's
-// first row).
-struct Planes {
+// first row). Outside the anonymous namespace: the closures of the kernels the header declares
+// hold references to it.
+struct DwPlanes {
   int64_t sh = 1;
   int64_t rows = 0;
   int64_t ph = 0, pw = 0;
@@ -29,13 +30,11 @@ struct Planes {
   int64_t size = 0;   // elements of one phase plane: whole vectors past the last read
   std::vector<int64_t> phase, off;
 };
-// (Outside the anonymous namespace: the kernels' closures, of functions the header declares,
-// hold references to it.)
 
 namespace {
 
-Planes PlanesOf(const ConvGeometry& g, int64_t lanes, int64_t rows) {
-  Planes p;
+DwPlanes PlanesOf(const ConvGeometry& g, int64_t lanes, int64_t rows) {
+  DwPlanes p;
   p.sh = g.stride_h;
   p.rows = rows;
   p.ph = rows + (g.filter_h - 1) * g.dilation_h / g.stride_h;
@@ -70,7 +69,7 @@ int64_t BandRows(const ConvGeometry& g, size_t elem_size) {
 // phase q holds the zero-padded input at rows (oh0 + r) * sh + q, element [r * pw + j] that of
 // column j - pad_left. The planes' tails past ph * pw are never written: they stay zeros.
 template <typename S, typename C>
-void FillPhases(const ConvGeometry& g, const Planes& p, const S* x, int64_t oh0, C* planes) {
+void FillPhases(const ConvGeometry& g, const DwPlanes& p, const S* x, int64_t oh0, C* planes) {
   // Columns j of a row read input column j - pad_left: [j0, j1) inside.
   const int64_t j0 = std::min(p.pw, g.pad_left);
   const int64_t j1 = std::clamp<int64_t>(g.in_w + g.pad_left, j0, p.pw);
@@ -94,7 +93,7 @@ void FillPhases(const ConvGeometry& g, const Planes& p, const S* x, int64_t oh0,
 // positions (oh - oh0) * pw + ow from `at`, zeros in the columns [out_w, pw) of each row and
 // after the last row to the next whole vector.
 template <typename S, typename C>
-void FillGradient(const ConvGeometry& g, const Planes& p, const S* dy, int64_t oh0, int64_t rows,
+void FillGradient(const ConvGeometry& g, const DwPlanes& p, const S* dy, int64_t oh0, int64_t rows,
                   C* at) {
   constexpr int64_t L = 64 / sizeof(C);
   for (int64_t r = 0; r < rows; ++r) {
@@ -138,7 +137,7 @@ BF_CONV_INLINE void ShiftedSums(const C* const* src, const C* w, int64_t taps, i
 // infinity).
 constexpr int kMaxDotTaps = 9;
 template <typename C, typename V, int kTaps>
-BF_CONV_INLINE void ShiftedDots(const ConvGeometry& g, const Planes& p, int64_t rows, const C* d,
+BF_CONV_INLINE void ShiftedDots(const ConvGeometry& g, const DwPlanes& p, int64_t rows, const C* d,
                                 const C* const* src, bool masked, C* sums) {
   constexpr int64_t L = sizeof(V) / sizeof(C);
   V acc[kTaps];
@@ -207,7 +206,7 @@ BF_CONV_INLINE void ShiftedSumsT(const C* const* src, const C* w, int64_t taps, 
 }
 
 template <typename C, typename V, int P, int NV>
-BF_CONV_INLINE void ShiftedDotsT(const ConvGeometry& g, const Planes& p, int64_t rows, const C* d,
+BF_CONV_INLINE void ShiftedDotsT(const ConvGeometry& g, const DwPlanes& p, int64_t rows, const C* d,
                                  const C* const* src, int64_t taps, bool masked, C* sums) {
   (void)P;
   (void)NV;
@@ -223,20 +222,20 @@ BF_CONV_INLINE void ShiftedDotsT(const ConvGeometry& g, const Planes& p, int64_t
 template <typename C>
 using ShiftedSumsFn = void (*)(const C* const*, const C*, int64_t, int64_t, C*);
 template <typename C>
-using ShiftedDotsFn = void (*)(const ConvGeometry&, const Planes&, int64_t, const C*,
+using ShiftedDotsFn = void (*)(const ConvGeometry&, const DwPlanes&, int64_t, const C*,
                                const C* const*, int64_t, bool, C*);
 template <typename C>
 using AllFiniteFn = void (*)(const C*, int64_t, bool*);
 // NOLINTBEGIN(bugprone-macro-parentheses): C is spliced into parameter types.
-#define BF_DW_PLANE_FNS(C)                                                            \
-  BF_CONV_ISA_FNS(ShiftedSumsFor, ShiftedSumsT, C, ShiftedSumsFn<C>,                  \
-                  (const C* const* src, const C* w, int64_t taps, int64_t n, C* out), \
-                  (src, w, taps, n, out))                                             \
-  BF_CONV_ISA_FNS(ShiftedDotsFor, ShiftedDotsT, C, ShiftedDotsFn<C>,                  \
-                  (const ConvGeometry& g, const Planes& p, int64_t rows, const C* d,  \
-                   const C* const* src, int64_t taps, bool masked, C* sums),          \
-                  (g, p, rows, d, src, taps, masked, sums))                           \
-  BF_CONV_ISA_FNS(AllFiniteFor, AllFiniteT, C, AllFiniteFn<C>,                        \
+#define BF_DW_PLANE_FNS(C)                                                             \
+  BF_CONV_ISA_FNS(ShiftedSumsFor, ShiftedSumsT, C, ShiftedSumsFn<C>,                   \
+                  (const C* const* src, const C* w, int64_t taps, int64_t n, C* out),  \
+                  (src, w, taps, n, out))                                              \
+  BF_CONV_ISA_FNS(ShiftedDotsFor, ShiftedDotsT, C, ShiftedDotsFn<C>,                   \
+                  (const ConvGeometry& g, const DwPlanes& p, int64_t rows, const C* d, \
+                   const C* const* src, int64_t taps, bool masked, C* sums),           \
+                  (g, p, rows, d, src, taps, masked, sums))                            \
+  BF_CONV_ISA_FNS(AllFiniteFor, AllFiniteT, C, AllFiniteFn<C>,                         \
                   (const C* p, int64_t n, bool* finite), (p, n, finite))
 BF_DW_PLANE_FNS(float)
 BF_DW_PLANE_FNS(double)
@@ -245,7 +244,7 @@ BF_DW_PLANE_FNS(double)
 
 // src[t] = where tap t reads the phase planes at `planes` (offset included).
 template <typename C>
-void TapSources(const Planes& p, const C* planes, const C** src) {
+void TapSources(const DwPlanes& p, const C* planes, const C** src) {
   for (size_t k = 0; k < p.off.size(); ++k) src[k] = planes + p.phase[k] * p.size + p.off[k];
 }
 
@@ -256,7 +255,7 @@ void DwForwardPlanes(const KernelArgs<T>& args, const KernelContext& ctx) {
   using C = ComputeT<T>;
   constexpr int64_t L = 64 / sizeof(C);
   const ConvGeometry& g = args.g;
-  const Planes p = PlanesOf(g, L, BandRows(g, sizeof(C)));
+  const DwPlanes p = PlanesOf(g, L, BandRows(g, sizeof(C)));
   const int64_t taps = g.filter_h * g.filter_w, mult = g.multiplier, ch = g.out_depth;
   const int64_t items = g.batch * g.in_depth, n = RoundUp(p.out, L);
   const int nt = ItemThreads(ctx.num_threads, items, mult * g.out_h * p.pw * taps);
@@ -290,7 +289,7 @@ void DwBackpropInputPlanes(const KernelArgs<T>& args, const KernelContext& ctx) 
   using C = ComputeT<T>;
   constexpr int64_t L = 64 / sizeof(C);
   const ConvGeometry& g = args.g;
-  const Planes p = PlanesOf(g, L, g.out_h);
+  const DwPlanes p = PlanesOf(g, L, g.out_h);
   const int64_t taps = g.filter_h * g.filter_w, mult = g.multiplier, ch = g.out_depth;
   const int64_t items = g.batch * g.in_depth, n = RoundUp(p.ph * p.pw, L);
   const int64_t phases = p.sh;
@@ -351,7 +350,7 @@ void DwBackpropFilterPlanes(const KernelArgs<T>& args, const KernelContext& ctx)
   using C = ComputeT<T>;
   constexpr int64_t L = 64 / sizeof(C);
   const ConvGeometry& g = args.g;
-  const Planes p = PlanesOf(g, L, BandRows(g, sizeof(C)));
+  const DwPlanes p = PlanesOf(g, L, BandRows(g, sizeof(C)));
   const int64_t taps = g.filter_h * g.filter_w, mult = g.multiplier, ch = g.out_depth;
   // Each thread takes whole input channels over the batch, so that every filter gradient
   // element is summed by one thread in one order, whatever the number of threads.

@@ -152,11 +152,13 @@ inline int ThreadsFor(int num_threads, int64_t work_items, int64_t min_items_per
 }
 
 /// Whether work planned for `nt` threads runs on the calling thread outside OpenMP (InTeam,
-/// ParallelFor): with one thread, and no enclosing active region that would bind the work's
-/// orphaned worksharing constructs or give the thread another number. GCC's libgomp makes a futex
-/// system call for every region, a team of one included: 1.1 us a region on the AVX-512 EPYC
-/// virtual machine (0.09 us with LLVM's runtime), where a small layer's whole call takes 5-100.
-inline bool RunsAlone(int nt) { return nt <= 1 && !omp_in_parallel(); }
+/// ParallelFor): with one thread, called outside every parallel region. Inside one, active or not,
+/// the work's orphaned worksharing constructs would bind to the caller's region (and in an active
+/// one the thread would keep the caller's number), so it gets a region of its own as before.
+/// GCC's libgomp makes a futex system call for every region, a team of one included: 1.1 us a
+/// region on the AVX-512 EPYC virtual machine (0.09 us with LLVM's runtime), where a small
+/// layer's whole call takes 5-100 us.
+inline bool RunsAlone(int nt) { return nt <= 1 && omp_get_level() == 0; }
 
 /// body() on a team of `nt` threads (omp parallel), or called once on the calling thread where
 /// RunsAlone, its worksharing constructs then running every iteration on that thread.

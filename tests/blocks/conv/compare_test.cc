@@ -511,35 +511,41 @@ TeamSeen SeenInTeam(int nt) {
 
 // The kernels' regions (InTeam, ParallelFor): one thread runs the work itself, outside OpenMP
 // (no region: with libgomp each costs a system call), its orphaned worksharing loops taking every
-// iteration; more threads get a region; inside a caller's active region even one thread gets a
-// region of its own, so that its thread number and worksharing are its own (run in the caller's
-// team, KernelsSplitOverTheThreadsTheyGet corrupted the heap).
+// iteration; more threads get a region. Called inside a caller's region, active or not, even one
+// thread gets a region of its own, so that its thread number and worksharing are its own: each
+// of a caller's two threads sees all 10 iterations (in the caller's team they would share them,
+// and KernelsSplitOverTheThreadsTheyGet corrupted the heap).
 TEST(SmallerTeams, OneThreadRunsOutsideOpenMp) {
   for (int nt : {1, 2, 3}) {
     std::vector<int> hits(100, 0);
-    internal::ParallelFor(nt, 100, [&](int64_t i) { ++hits[static_cast<size_t>(i)]; });
+    int level = -1;
+    internal::ParallelFor(nt, 100, [&](int64_t i) {
+      ++hits[static_cast<size_t>(i)];
+      if (i == 0) level = omp_get_level();
+    });
     EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 100) << nt << " threads";
+    EXPECT_EQ(level, nt == 1 ? 0 : 1) << nt << " threads";
     const TeamSeen seen = SeenInTeam(nt);
     EXPECT_EQ(seen.level, nt == 1 ? 0 : 1) << nt << " threads";
     EXPECT_EQ(std::count(seen.hits.begin(), seen.hits.end(), 1), 10) << nt << " threads";
   }
-  // Nested: the outer team's second thread asks for one (no worksharing here, which in the
-  // outer team would wait for the first thread forever).
-  int outer = 0, level = -1, thread = -1;
-#pragma omp parallel num_threads(2)
-  {
+  for (int callers : {1, 2}) {
+    std::vector<TeamSeen> seen(2);
+    int outer = 0;
+#pragma omp parallel num_threads(callers)
+    {
 #pragma omp single
-    outer = omp_get_num_threads();
-    if (omp_get_thread_num() == 1) {
-      internal::InTeam(1, [&] {
-        level = omp_get_level();
-        thread = omp_get_thread_num();
-      });
+      outer = omp_get_num_threads();
+      seen[static_cast<size_t>(omp_get_thread_num())] = SeenInTeam(1);
+    }
+    if (outer != callers) GTEST_SKIP() << "OpenMP gives no second thread here";
+    for (int t = 0; t < outer; ++t) {
+      const TeamSeen& mine = seen[static_cast<size_t>(t)];
+      EXPECT_EQ(mine.level, 2) << outer << " callers";
+      EXPECT_EQ(mine.thread, 0) << outer << " callers";
+      EXPECT_EQ(std::count(mine.hits.begin(), mine.hits.end(), 1), 10) << outer << " callers";
     }
   }
-  if (outer != 2) GTEST_SKIP() << "OpenMP gives no second thread here";
-  EXPECT_EQ(level, 2);
-  EXPECT_EQ(thread, 0);
 }
 
 // Problem p's op (0 forward, 1 input gradient, 2 filter gradient) in `dtype` on random

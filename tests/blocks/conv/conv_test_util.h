@@ -203,7 +203,7 @@ inline ConvState StateOf(int op, const Resolved& r) {
 /// Runs one op's kernel directly (RunConv) and returns its output. `op` is 0..2 (forward, input
 /// grad, filter grad). Inputs are x, w, dy as relevant. The output starts as NaN (all-ones
 /// bytes, a NaN in every float type), as a reused buffer would hold garbage: an element a
-/// kernel leaves unwritten, or adds into instead of writing, shows in every comparison.
+/// kernel leaves unwritten, or adds into instead of writing, shows against the reference.
 inline Expected<Tensor> RunOp(KernelKind kind, int op, const Resolved& r, const Tensor& x,
                               const Tensor& w, const Tensor& dy, int threads) {
   const ConvState s = StateOf(op, r);
