@@ -10,11 +10,9 @@
 // For each (shape, op) and thread count three ways of computing the op are timed, interleaved
 // round by round (each round runs every way, these and those below, at every thread count, one
 // thread count after the other, so that a pair's thread counts share the minutes they ran in),
-// and the median of the
-// rounds is kept, or with
-// `--stat best` the fastest round: where other tenants slow some rounds down for tens of
-// milliseconds at a time, the fastest of many short rounds is the figure that repeats from run
-// to run:
+// and the median of the rounds is kept, or with `--stat best` the fastest round: where other
+// tenants slow some rounds down for tens of milliseconds at a time, the fastest of many short
+// rounds is the figure that repeats from run to run:
 //   bf        blockflow's kernel (RunConv, optimized) on TensorFlow-layout tensors (NHWC, HWIO);
 //   dnnl_blk  the oneDNN primitive alone, its operands already in the blocked layouts it prefers
 //             (format_tag::any), the reorders done before timing;

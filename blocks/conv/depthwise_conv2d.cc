@@ -1287,9 +1287,7 @@ void ForwardInChannelBlocks(const ConvGeometry& f, const T* x, const ComputeT<T>
   const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
   const DwForwardFn<C> row = DwForwardRow(C{});
   const int64_t taps = f.filter_h * f.filter_w;
-  ParallelFor(nt, items, [&](int64_t item) {
-    if (ctx.cancelled()) return;
-    const int t = omp_get_thread_num();
+  ParallelRows(items, nt, ctx, [&](int64_t item, int t) {
     const int64_t b = item / blocks, c0 = item % blocks * G, gs = std::min(G, ch - c0);
     const ConvGeometry e = BlockGeometry(f, gs);
     BlockFilter(w, taps, ch, c0, gs, wb[t]);
@@ -1493,9 +1491,7 @@ void DwBackpropInputStridedChannelBlocks(const KernelArgs<T>& args, const Kernel
   PerThread<IntPair> scratch = InputScratch(g, nt);
   const WorkBuffer<C> zeros(static_cast<size_t>(G), C{0});
   const RowFn<C> row = DwBackpropInputRow(C{});
-  ParallelFor(nt, items, [&](int64_t item) {
-    if (ctx.cancelled()) return;
-    const int t = omp_get_thread_num();
+  ParallelRows(items, nt, ctx, [&](int64_t item, int t) {
     const int64_t b = item / blocks, c0 = item % blocks * G, gs = std::min(G, ch - c0);
     const ConvGeometry e = BlockGeometry(g, gs);
     BlockFilter(args.w, taps, ch, c0, gs, wb[t]);
@@ -1759,9 +1755,7 @@ void DwBackpropFilterChannelBlocks(const KernelArgs<T>& args, const KernelContex
   constexpr int64_t kSumRows = 4;
   const DwSweepFn<C> sweep = DwSweep(C{});
   const DwRowsFn<C> row = DwBackpropFilterRow(C{});
-  ParallelFor(nt, items, [&](int64_t item) {
-    if (ctx.cancelled()) return;
-    const int t = omp_get_thread_num();
+  ParallelRows(items, nt, ctx, [&](int64_t item, int t) {
     const int64_t blk = item / chunks, chunk = item % chunks;
     const int64_t c0 = blk * G, gs = std::min(G, ch - c0);
     const ConvGeometry e = BlockGeometry(g, gs);

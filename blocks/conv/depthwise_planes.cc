@@ -8,6 +8,7 @@
 
 #include "blocks/conv/isa.h"
 #include "blocks/conv/layout.h"
+#include "blocks/conv/optimized_util.h"
 
 namespace blockflow::conv::internal {
 namespace {
@@ -265,9 +266,7 @@ void DwForwardPlanes(const KernelArgs<T>& args, const KernelContext& ctx) {
   PerThread<const C*> src(nt, taps);
   for (int t = 0; t < nt; ++t) TapSources(p, phases[t], src[t]);
   const ShiftedSumsFn<C> sums = ShiftedSumsFor(C{});
-  ParallelFor(nt, items, [&](int64_t item) {
-    if (ctx.cancelled()) return;
-    const int t = omp_get_thread_num();
+  ParallelRows(items, nt, ctx, [&](int64_t item, int t) {
     const int64_t b = item / g.in_depth, c = item % g.in_depth;
     C* planes = phases[t];
     for (int64_t oh0 = 0; oh0 < g.out_h; oh0 += p.rows) {
@@ -301,9 +300,7 @@ void DwBackpropInputPlanes(const KernelArgs<T>& args, const KernelContext& ctx) 
   PerThread<C> weights(nt, mult * taps);
   PerThread<const C*> src(nt, mult * taps);
   const ShiftedSumsFn<C> sums = ShiftedSumsFor(C{});
-  ParallelFor(nt, items, [&](int64_t item) {
-    if (ctx.cancelled()) return;
-    const int t = omp_get_thread_num();
+  ParallelRows(items, nt, ctx, [&](int64_t item, int t) {
     const int64_t b = item / g.in_depth, c = item % g.in_depth;
     for (int64_t m = 0; m < mult; ++m) {
       const int64_t co = c * mult + m;

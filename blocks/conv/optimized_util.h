@@ -193,8 +193,8 @@ class LinesAhead {
   int64_t left_ = 0, step_ = 0;
 };
 
-/// Runs `row(r, thread)` for every r in [0, rows) on `nt` threads, statically scheduled, and
-/// skips the rows left once `ctx` is cancelled.
+/// Runs `row(r, thread)` for every r in [0, rows) (rows, or any work items) on `nt` threads,
+/// statically scheduled (ParallelFor), and skips those left once `ctx` is cancelled.
 template <typename Row>
 void ParallelRows(int64_t rows, int nt, const KernelContext& ctx, const Row& row) {
   ParallelFor(nt, rows, [&](int64_t r) {
