@@ -17,6 +17,7 @@
 #include "blocks/conv/row_rings.h"
 #include "blocks/conv/run_kernels.h"
 #include "blocks/conv/winograd.h"
+#include "core/team.h"
 
 namespace blockflow::conv::internal {
 namespace {
@@ -1480,7 +1481,7 @@ void SplitGemm(const MatrixView<C>& a, const MatrixView<C>& b, int64_t m, int64_
   work->resize(static_cast<size_t>(nt * per_thread));
   InTeam(nt, [&] {
     // Split over the threads the region got (OpenMP may give fewer than asked).
-    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    const int t = TeamThread(), team = TeamSize();
     C* mine = work.data() + t * per_thread;
     if (by_columns) {
       const auto [n0, n1] = RowsOf(n, team, t, tile.nr);
@@ -1661,7 +1662,7 @@ void GemmKernels<T>::BackpropInput(const KernelArgs<T>& args, const KernelContex
   const MatrixView<C> b = DenseB(args.w_t, args.w, co, true);
   InTeam(nt, [&] {
     // Split over the threads the region got (OpenMP may give fewer than asked).
-    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    const int t = TeamThread(), team = TeamSize();
     C* ap = work.data() + t * per_thread;
     if (pointwise) {
       const MatrixView<C> a = MatrixView<C>::Dense(args.dy, co, co, false);
@@ -1806,15 +1807,15 @@ void DirectForward(const KernelArgs<T>& args, const ConvGeometry& g, const S* x,
   const bool copies =
       nt > 1 && static_cast<int64_t>(packed->size() * sizeof(C)) <= CacheBytes(2, int64_t{1} << 20);
   InTeam(nt, [&] {
-    const int t = omp_get_thread_num();
+    const int t = TeamThread();
     Reused<C> copy(kSlotFilterCopy);
     const C* wp = packed.data();
     if (copies && t > 0) {
       copy->assign(packed->begin(), packed->end());
       wp = copy.data();
     }
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    const auto [r0, r1] = TeamShare(rows);
+    for (int64_t r = r0; r < r1; ++r) {
       if (ctx.cancelled()) continue;
       row(g, xrows.FilterRows(t, r), wp, out.Row(r, t), r % g.out_h, zeros.data(), stream);
       out.Done(r, t);
@@ -2006,7 +2007,7 @@ void DirectBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, Da
   }
   T* dw = args.filter_grad->template data<T>();
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
-    const int thread = omp_get_thread_num();
+    const int thread = TeamThread();
     const int64_t b = r / g.out_h, count = std::min(g.batch, (b + 1) * nb) - b * nb;
     PackedRows<C>* xp = &packs[thread];
     xp->item = b;

@@ -1,7 +1,5 @@
 #include "blocks/conv/depthwise_conv2d.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -14,6 +12,7 @@
 #include "blocks/conv/optimized_util.h"
 #include "blocks/conv/row_rings.h"
 #include "blocks/conv/run_kernels.h"
+#include "core/team.h"
 
 namespace blockflow::conv::internal {
 namespace {
@@ -1389,11 +1388,11 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
     return oh >= 0 && oh < g.out_h ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
   };
   InTeam(nt, [&] {
-    const int t = omp_get_thread_num();
+    const int t = TeamThread();
     const C** drt = dr[t];
     C* tmpt = tmp[t];
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    const auto [r0, r1] = TeamShare(rows);
+    for (int64_t r = r0; r < r1; ++r) {
       if (ctx.cancelled()) continue;
       const C* const* dyrows = drt;
       if (converted) {
@@ -1676,7 +1675,7 @@ void DwBackpropFilterSweep(const KernelArgs<T>& args, const S* x, const S* dy, D
                   b0 = std::min(b, full) * kBlock + std::max<int64_t>(b - full, 0) * L;
     const int64_t width = b < full ? kBlock : (b == full && half ? L : tail);
     const int64_t oh0 = band * band_rows, oh1 = std::min(g.out_h, oh0 + band_rows);
-    const int thread = omp_get_thread_num();
+    const int thread = TeamThread();
     if (!blocked) {
       sweep(e, xrows.Image(thread, n), dy_images.Get(thread, n), oh0, oh1, b0, b0, width, mine);
       return;
@@ -1718,7 +1717,7 @@ void DwBackpropFilter(const KernelArgs<T>& args, const S* x, const S* dy, DataFo
   ActivationChunks<S, C> dy_rows(dy, format, g.batch, g.out_h, g.out_w, e.out_depth, 1, nt,
                                  kSlotOutBackpropRows);
   SumRowsPerThread<T, C>(rows, fsize, nt, ctx, dw, [&](int64_t r, C* mine) {
-    const int thread = omp_get_thread_num();
+    const int thread = TeamThread();
     row(e, xrows.FilterRows(thread, r), dy_rows.Get(thread, r), mine, nullptr);
   });
 }

@@ -1,7 +1,5 @@
 #include "blocks/conv/depthwise_planes.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -9,6 +7,7 @@
 #include "blocks/conv/isa.h"
 #include "blocks/conv/layout.h"
 #include "blocks/conv/optimized_util.h"
+#include "core/team.h"
 
 namespace blockflow::conv::internal {
 namespace {
@@ -361,7 +360,7 @@ void DwBackpropFilterPlanes(const KernelArgs<T>& args, const KernelContext& ctx)
   const AllFiniteFn<C> all_finite = AllFiniteFor(C{});
   for (int t = 0; t < nt; ++t) TapSources(p, phases[t], src[t]);
   ParallelFor(nt, g.in_depth, [&](int64_t c) {
-    const int t = omp_get_thread_num();
+    const int t = TeamThread();
     for (int64_t b = 0; b < g.batch; ++b) {
       if (ctx.cancelled()) break;
       C* planes = phases[t];

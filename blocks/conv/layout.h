@@ -20,6 +20,7 @@
 #include "blocks/conv/convert.h"
 #include "blocks/conv/isa.h"
 #include "core/allocator.h"
+#include "core/team.h"
 #include "core/tensor.h"
 
 namespace blockflow::conv::internal {
@@ -151,34 +152,23 @@ inline int ThreadsFor(int num_threads, int64_t work_items, int64_t min_items_per
   return static_cast<int>(std::clamp<int64_t>(t, 1, TeamBound(num_threads)));
 }
 
-/// Whether work planned for `nt` threads runs on the calling thread outside OpenMP (InTeam,
-/// ParallelFor): with one thread, called outside every parallel region. Inside one, active or not,
-/// the work's orphaned worksharing constructs would bind to the caller's region (and in an active
-/// one the thread would keep the caller's number), so it gets a region of its own as before.
-/// GCC's libgomp makes a futex system call for every region, a team of one included: 1.1 us a
-/// region on the AVX-512 EPYC virtual machine (0.09 us with LLVM's runtime), where a small
-/// layer's whole call takes 5-100 us.
-inline bool RunsAlone(int nt) { return nt <= 1 && omp_get_level() == 0; }
-
-/// body() on a team of `nt` threads (omp parallel), or called once on the calling thread where
-/// RunsAlone, its worksharing constructs then running every iteration on that thread.
+/// body() on each thread of a team of `nt` (RunTeam, core/team.h: the process's pool of threads,
+/// or an OpenMP region inside a caller's), or once on the calling thread for one. The body finds
+/// its place with TeamThread(), TeamSize() and TeamShare(), and meets the others at
+/// TeamBarrier().
 template <typename Body>
 void InTeam(int nt, const Body& body) {
-  if (RunsAlone(nt)) return body();
-#pragma omp parallel num_threads(nt)
-  body();
+  RunTeam(nt, body);
 }
 
-/// body(i) for every i in [0, n), statically scheduled over `nt` threads (omp parallel for), or
-/// in order on the calling thread where RunsAlone.
+/// body(i) for every i in [0, n), split over `nt` threads as OpenMP's static schedule splits
+/// (TeamShare): at most one thread an item.
 template <typename Body>
 void ParallelFor(int nt, int64_t n, const Body& body) {
-  if (RunsAlone(nt)) {
-    for (int64_t i = 0; i < n; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t i = 0; i < n; ++i) body(i);
+  RunTeam(static_cast<int>(std::clamp<int64_t>(n, 1, std::max(nt, 1))), [&] {
+    const auto [begin, end] = TeamShare(n);
+    for (int64_t i = begin; i < end; ++i) body(i);
+  });
 }
 
 /// Threads for `items` whole work items of `per_item` multiply-adds each: ThreadsFor's rule, and

@@ -3,8 +3,6 @@
 // partial sums, and the row-function signature. Included only by the kernels' .cc files.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -198,7 +196,7 @@ class LinesAhead {
 template <typename Row>
 void ParallelRows(int64_t rows, int nt, const KernelContext& ctx, const Row& row) {
   ParallelFor(nt, rows, [&](int64_t r) {
-    if (!ctx.cancelled()) row(r, omp_get_thread_num());
+    if (!ctx.cancelled()) row(r, TeamThread());
   });
 }
 
@@ -468,12 +466,11 @@ void SumRowsPerThread(int64_t rows, int64_t size, int nt, const KernelContext& k
   partial->resize(static_cast<size_t>(nt * stride));
   int team = nt;  // the threads the region got: the partial sums written
   InTeam(nt, [&] {
-    C* mine = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * stride;
+    C* mine = partial.data() + static_cast<int64_t>(TeamThread()) * stride;
     std::fill(mine, mine + size, C{0});
-#pragma omp single nowait
-    team = omp_get_num_threads();
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    if (TeamThread() == 0) team = TeamSize();
+    const auto [r0, r1] = TeamShare(rows);
+    for (int64_t r = r0; r < r1; ++r) {
       if (!k.cancelled()) row(r, mine);
     }
   });

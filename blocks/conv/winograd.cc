@@ -1,7 +1,5 @@
 #include "blocks/conv/winograd.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include "blocks/conv/optimized_util.h"
 #include "blocks/conv/packed_gemm.h"
 #include "blocks/conv/run_kernels.h"
+#include "core/team.h"
 
 namespace blockflow::conv::internal {
 namespace {
@@ -409,7 +408,7 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
   const WinoOutputFn<C> output = WinoOutput(C{});
   InTeam(nt, [&] {
     // Split over the threads the region got (OpenMP may give fewer than asked).
-    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    const int t = TeamThread(), team = TeamSize();
     // This thread's output channels [k0, k1) and blocks of tiles [b0, b1).
     int64_t k0 = 0, k1 = cout, b0 = 0, b1 = plan.blocks;
     if (plan.by_columns) {
@@ -420,7 +419,7 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
       b1 = plan.blocks * (t + 1) / team;
       filter(w, cin, cout, cin * t / team, cin * (t + 1) / team, 0, cout, us, stream, u.data());
     }
-#pragma omp barrier
+    TeamBarrier();
     const int64_t kn = k1 - k0, ms = PointStride<C>(tb * kn);
     C* const gw = work.data() + t * per_thread;
     C* const v = gw + gemm_work;
@@ -505,7 +504,7 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
       // Split over the threads the region got (OpenMP may give fewer than asked), but planes
       // sized for nt threads' columns have no room for a smaller team's: that team sums nothing,
       // and the run is planned again below for the threads it had.
-      const int t = omp_get_thread_num(), team = omp_get_num_threads();
+      const int t = TeamThread(), team = TeamSize();
       const bool replan = by_columns && team < nt;
       // This thread's output channels [k0, k1) and tiles [t0, t1).
       int64_t k0 = 0, k1 = cout, t0 = 0, t1 = tiles;
@@ -540,14 +539,14 @@ void WinogradFilterGradRun(const ConvGeometry& g, const C* x, const C* dy, C* dw
       }
       // dw is transformed from complete sums only, by every thread or by none: one thread
       // decides once all have summed (a thread that saw the cancellation stopped before the
-      // barrier), and the single's own barrier hands the decision and every thread's sums to all.
+      // barrier), and the second barrier hands the decision and every thread's sums to all.
       // A cancelled run leaves dw as it was.
-#pragma omp barrier
-#pragma omp single
-      {
+      TeamBarrier();
+      if (t == 0) {
         complete = !ctx.cancelled() && !replan;
         got = team;
       }
+      TeamBarrier();
       if (complete && sharing == 1 && kn > 0)
         filter_grad(du, kn, us, 1, 0, cin, kn, cout, plane, stream, dw + k0);
       if (complete && sharing > 1) {

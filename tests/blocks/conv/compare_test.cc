@@ -8,16 +8,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/shape_suite.h"
 #include "blocks/conv/isa.h"
 #include "blocks/conv/layout.h"
 #include "conv_test_util.h"
+#include "core/team.h"
 #include "tests/util/block_compare.h"
 
 namespace blockflow::conv::testing {
@@ -489,61 +492,79 @@ TEST(SmallerTeams, KernelsSplitOverTheThreadsTheyGet) {
   }
 }
 
-// What a region of InTeam(nt) saw: its nesting level, the thread number of the thread that ran
-// its `single`, and how often each of 10 iterations of its orphaned worksharing loop ran.
-struct TeamSeen {
-  int level = -1, thread = -1;
-  std::vector<int> hits = std::vector<int>(10, 0);
-};
-TeamSeen SeenInTeam(int nt) {
-  TeamSeen seen;
-  internal::InTeam(nt, [&] {
-#pragma omp single
-    {
-      seen.level = omp_get_level();
-      seen.thread = omp_get_thread_num();
-    }
-#pragma omp for
-    for (int i = 0; i < 10; ++i) ++seen.hits[static_cast<size_t>(i)];
-  });
-  return seen;
-}
-
-// The kernels' regions (InTeam, ParallelFor): one thread runs the work itself, outside OpenMP
-// (no region: with libgomp each costs a system call), its orphaned worksharing loops taking every
-// iteration; more threads get a region. Called inside a caller's region, active or not, even one
-// thread gets a region of its own, so that its thread number and worksharing are its own: each
-// of a caller's two threads sees all 10 iterations (in the caller's team they would share them,
-// and KernelsSplitOverTheThreadsTheyGet corrupted the heap).
-TEST(SmallerTeams, OneThreadRunsOutsideOpenMp) {
+// The kernels' loops (ParallelFor): every item once, item i on thread i where there are fewer
+// items than threads (OpenMP's static schedule), and one thread on the calling thread itself.
+// Inside a caller's OpenMP region, one or two threads of it each running a one-thread team,
+// every team covers all its items on its own caller's thread.
+TEST(SmallerTeams, ParallelForCoversEveryItemOnce) {
   for (int nt : {1, 2, 3}) {
-    std::vector<int> hits(100, 0);
-    int level = -1;
-    internal::ParallelFor(nt, 100, [&](int64_t i) {
-      ++hits[static_cast<size_t>(i)];
-      if (i == 0) level = omp_get_level();
-    });
-    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 100) << nt << " threads";
-    EXPECT_EQ(level, nt == 1 ? 0 : 1) << nt << " threads";
-    const TeamSeen seen = SeenInTeam(nt);
-    EXPECT_EQ(seen.level, nt == 1 ? 0 : 1) << nt << " threads";
-    EXPECT_EQ(std::count(seen.hits.begin(), seen.hits.end(), 1), 10) << nt << " threads";
+    for (int64_t n : {int64_t{2}, int64_t{100}}) {
+      std::vector<int> hits(static_cast<size_t>(n), 0), thread(static_cast<size_t>(n), -1);
+      std::vector<std::thread::id> ran_on(static_cast<size_t>(n));
+      internal::ParallelFor(nt, n, [&](int64_t i) {
+        ++hits[static_cast<size_t>(i)];
+        thread[static_cast<size_t>(i)] = TeamThread();
+        ran_on[static_cast<size_t>(i)] = std::this_thread::get_id();
+      });
+      EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), n) << nt << " threads";
+      if (n < nt) {
+        for (int64_t i = 0; i < n; ++i) EXPECT_EQ(thread[static_cast<size_t>(i)], i);
+      }
+      if (nt == 1) {
+        EXPECT_EQ(std::count(ran_on.begin(), ran_on.end(), std::this_thread::get_id()), n);
+      }
+    }
   }
   for (int callers : {1, 2}) {
-    std::vector<TeamSeen> seen(2);
+    std::vector<int> covered(2, 0), own_thread(2, 0);
     int outer = 0;
 #pragma omp parallel num_threads(callers)
     {
 #pragma omp single
       outer = omp_get_num_threads();
-      seen[static_cast<size_t>(omp_get_thread_num())] = SeenInTeam(1);
+      const auto caller = static_cast<size_t>(omp_get_thread_num());
+      const std::thread::id me = std::this_thread::get_id();
+      internal::ParallelFor(1, 10, [&](int64_t) {
+        ++covered[caller];
+        own_thread[caller] += std::this_thread::get_id() == me ? 1 : 0;
+      });
     }
     if (outer != callers) GTEST_SKIP() << "OpenMP gives no second thread here";
     for (int t = 0; t < outer; ++t) {
-      const TeamSeen& mine = seen[static_cast<size_t>(t)];
-      EXPECT_EQ(mine.level, 2) << outer << " callers";
-      EXPECT_EQ(mine.thread, 0) << outer << " callers";
-      EXPECT_EQ(std::count(mine.hits.begin(), mine.hits.end(), 1), 10) << outer << " callers";
+      EXPECT_EQ(covered[static_cast<size_t>(t)], 10) << outer << " callers";
+      EXPECT_EQ(own_thread[static_cast<size_t>(t)], 10) << outer << " callers";
+    }
+  }
+}
+
+// Teams on the process's pool and teams in OpenMP regions split the work the same way: every
+// op of the suite's shapes, Winograd on and off, gives the same bits on either at 2 and 3
+// threads (the filter gradients' per-thread partial sums included).
+TEST(SmallerTeams, PoolAndOpenMpGiveTheSameBits) {
+  const std::vector<std::pair<std::string, BlockCase>> cases = SuiteCases();
+  ASSERT_FALSE(cases.empty());
+  for (bool winograd : {true, false}) {
+    const WinogradSetting setting(winograd);
+    for (const auto& [name, c] : cases) {
+      const ::blockflow::testing::AnalyzedBlock block(c);
+      ASSERT_TRUE(block.status().ok()) << name << ": " << block.status().message();
+      for (int nt : {2, 3}) {
+        std::vector<Tensor> outs[2];
+        for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+          SetTeamRuntime(runtime);
+          Expected<std::vector<Tensor>> out = block.Run(/*reference=*/false, nt);
+          SetTeamRuntime(TeamRuntime::kPool);
+          ASSERT_TRUE(out.ok()) << name << ": " << out.status().message();
+          outs[runtime == TeamRuntime::kPool ? 0 : 1] = std::move(*out);
+        }
+        ASSERT_EQ(outs[0].size(), outs[1].size());
+        for (size_t k = 0; k < outs[0].size(); ++k) {
+          const Tensor &pool = outs[0][k], &openmp = outs[1][k];
+          ASSERT_EQ(pool.num_bytes(), openmp.num_bytes());
+          EXPECT_EQ(std::memcmp(pool.raw(), openmp.raw(), pool.num_bytes()), 0)
+              << name << (winograd ? "" : " (Winograd off)") << ", " << nt << " threads";
+        }
+      }
     }
   }
 }

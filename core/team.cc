@@ -1,0 +1,288 @@
+#include "core/team.h"
+
+#include <linux/futex.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace blockflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// What a thread needs to know of the team it works in.
+struct Member {
+  enum Kind { kAlone, kPool, kOpenMp };
+  int thread = 0, size = 1;
+  Kind kind = kAlone;
+};
+
+/// The innermost team the thread works in, or nullptr outside any.
+thread_local const Member* tl_member = nullptr;
+
+/// Makes `member` the thread's team while alive, and restores the one before.
+class Joined {
+ public:
+  explicit Joined(const Member* member) : before_(tl_member) { tl_member = member; }
+  ~Joined() { tl_member = before_; }
+  Joined(const Joined&) = delete;
+  Joined& operator=(const Joined&) = delete;
+
+ private:
+  const Member* before_;
+};
+
+std::atomic<TeamRuntime>& Runtime() {
+  static std::atomic<TeamRuntime> runtime{[] {
+    const char* env = std::getenv("BLOCKFLOW_TEAMS");
+    return env != nullptr && std::strcmp(env, "openmp") == 0 ? TeamRuntime::kOpenMp
+                                                             : TeamRuntime::kPool;
+  }()};
+  return runtime;
+}
+
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// A word threads wait on for a change, on a cache line of its own, with a count of the threads
+/// asleep on it, so that whoever changes it makes the wake-up system call only for sleepers.
+struct alignas(64) Signal {
+  std::atomic<uint32_t> word{0};
+  std::atomic<int> sleepers{0};
+
+  /// Waits until the word is no longer `old`: spinning for up to `spin`, then asleep on the
+  /// futex. Acquires what the changer wrote before the change.
+  void AwaitChange(uint32_t old, Clock::duration spin) {
+    if (word.load(std::memory_order_acquire) != old) return;
+    if (spin > Clock::duration::zero()) {
+      const Clock::time_point deadline = Clock::now() + spin;
+      for (int i = 1;; ++i) {
+        CpuRelax();
+        if (word.load(std::memory_order_acquire) != old) return;
+        if (i % 64 == 0 && Clock::now() > deadline) break;
+      }
+    }
+    // The count before the check, the changer's change before its read of the count (both
+    // sequentially consistent): either the changer sees this sleeper, or the futex call sees the
+    // change and returns at once.
+    sleepers.fetch_add(1);
+    while (word.load() == old) {
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, old, nullptr,
+              nullptr, 0);
+    }
+    sleepers.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  /// Adds `n` to the word (releasing what was written before), waking its sleepers if any.
+  void Change(uint32_t n = 1) {
+    word.fetch_add(n);
+    if (sleepers.load() > 0) {
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+              nullptr, 0);
+    }
+  }
+};
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word is the atomic");
+
+/// The CPUs the process may run on.
+int UsableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+/// The process's threads for teams: workers 1, 2, ... each waiting on a start signal of its own,
+/// started when a team first needs them and kept for the life of the process. One team at a
+/// time: a caller takes the pool (TryRun) or finds it busy.
+class Pool {
+ public:
+  /// Runs the team on the pool, or returns false at once if another caller has it (or the
+  /// calling thread works in its team), or it cannot start the threads.
+  bool TryRun(int threads, void (*body)(const void*), const void* arg) {
+    bool expected = false;
+    if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return false;
+    const int workers = threads - 1;
+    if (!Grow(workers)) {
+      busy_.store(false, std::memory_order_release);
+      return false;
+    }
+    // The spin budgets: while the team fits the CPUs, a waiting thread keeps its CPU for a
+    // while (a worker between teams, a thread at a barrier or the join); with more threads than
+    // CPUs a spinning thread would take the CPU of the thread it waits for, so it sleeps at once.
+    const bool fits = threads <= cpus_;
+    idle_spin_.store(fits ? kIdleSpin : Clock::duration::zero(), std::memory_order_relaxed);
+    wait_spin_ = fits ? kWaitSpin : Clock::duration::zero();
+    body_ = body;
+    arg_ = arg;
+    size_ = threads;
+    const uint32_t done = done_.word.load(std::memory_order_relaxed);
+    for (int w = 0; w < workers; ++w) workers_[static_cast<size_t>(w)]->start.Change();
+    {
+      const Member me{0, threads, Member::kPool};
+      const Joined joined(&me);
+      body(arg);
+    }
+    for (uint32_t now = done_.word.load(std::memory_order_acquire);
+         now != done + static_cast<uint32_t>(workers);
+         now = done_.word.load(std::memory_order_acquire)) {
+      done_.AwaitChange(now, wait_spin_);
+    }
+    busy_.store(false, std::memory_order_release);
+    return true;
+  }
+
+  /// The barrier of the pool's team.
+  void Barrier() {
+    const uint32_t generation = barrier_.word.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == size_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      barrier_.Change();
+    } else {
+      barrier_.AwaitChange(generation, wait_spin_);
+    }
+  }
+
+ private:
+  // A worker keeps spinning for 200 us after a team (the next kernel call of a graph or a loop
+  // usually comes sooner); a thread at a barrier or the join for 1 ms.
+  static constexpr Clock::duration kIdleSpin = std::chrono::microseconds(200);
+  static constexpr Clock::duration kWaitSpin = std::chrono::milliseconds(1);
+  static constexpr int kMaxWorkers = 1023;
+
+  struct Worker {
+    Signal start;
+  };
+
+  /// Starts workers until there are `workers`; false if that many cannot be.
+  bool Grow(int workers) {
+    if (workers > kMaxWorkers) return false;
+    while (static_cast<int>(workers_.size()) < workers) {
+      auto worker = std::make_unique<Worker>();
+      const int number = static_cast<int>(workers_.size()) + 1;
+      try {
+        std::thread([this, w = worker.get(), number] { Work(w, number); }).detach();
+      } catch (const std::system_error&) {
+        return false;
+      }
+      workers_.push_back(std::move(worker));
+    }
+    return true;
+  }
+
+  /// Worker `number`'s life: wait for a team, run the body, count itself done.
+  void Work(Worker* worker, int number) {
+    uint32_t seen = 0;
+    for (;;) {
+      worker->start.AwaitChange(seen, idle_spin_.load(std::memory_order_relaxed));
+      seen = worker->start.word.load(std::memory_order_acquire);
+      {
+        const Member me{number, size_, Member::kPool};
+        const Joined joined(&me);
+        body_(arg_);
+      }
+      done_.Change();
+    }
+  }
+
+  const int cpus_ = UsableCpus();
+  std::atomic<bool> busy_{false};
+  // Written by the caller that has the pool before it starts the workers, read by them after.
+  std::vector<std::unique_ptr<Worker>> workers_;
+  void (*body_)(const void*) = nullptr;
+  const void* arg_ = nullptr;
+  int size_ = 1;
+  Clock::duration wait_spin_{};
+  std::atomic<Clock::duration> idle_spin_{Clock::duration::zero()};
+  Signal done_;
+  Signal barrier_;
+  alignas(64) std::atomic<int> arrived_{0};
+};
+
+std::atomic<Pool*> g_pool{nullptr};
+
+/// The pool, made on first use. A child process made by fork() has none of the parent's
+/// threads: it starts a pool of its own (the parent's is left, unused).
+Pool& ThePool() {
+  Pool* pool = g_pool.load(std::memory_order_acquire);
+  if (pool != nullptr) return *pool;
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    pthread_atfork(nullptr, nullptr, [] { g_pool.store(nullptr, std::memory_order_relaxed); });
+  });
+  auto made = std::make_unique<Pool>();
+  if (g_pool.compare_exchange_strong(pool, made.get(), std::memory_order_acq_rel)) {
+    return *made.release();  // kept for the life of the process, its workers waiting on it
+  }
+  return *pool;
+}
+
+}  // namespace
+
+void SetTeamRuntime(TeamRuntime runtime) { Runtime().store(runtime); }
+TeamRuntime GetTeamRuntime() { return Runtime().load(); }
+
+namespace team_internal {
+
+void Run(int threads, void (*body)(const void*), const void* arg) {
+  if (threads <= 1) {
+    const Member alone;
+    const Joined joined(&alone);
+    body(arg);
+    return;
+  }
+  if (Runtime().load(std::memory_order_relaxed) == TeamRuntime::kPool &&
+      omp_get_active_level() == 0 && ThePool().TryRun(threads, body, arg)) {
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const Member me{omp_get_thread_num(), omp_get_num_threads(), Member::kOpenMp};
+    const Joined joined(&me);
+    body(arg);
+  }
+}
+
+}  // namespace team_internal
+
+int TeamThread() { return tl_member != nullptr ? tl_member->thread : 0; }
+int TeamSize() { return tl_member != nullptr ? tl_member->size : 1; }
+
+void TeamBarrier() {
+  if (tl_member == nullptr) return;
+  switch (tl_member->kind) {
+    case Member::kAlone:
+      return;
+    case Member::kPool:
+      ThePool().Barrier();
+      return;
+    case Member::kOpenMp: {
+#pragma omp barrier
+      return;
+    }
+  }
+}
+
+std::pair<int64_t, int64_t> TeamShare(int64_t n) {
+  const int64_t size = TeamSize(), t = TeamThread();
+  const int64_t q = n / size, r = n % size;
+  const int64_t begin = t * q + std::min(t, r);
+  return {begin, begin + q + (t < r ? 1 : 0)};
+}
+
+}  // namespace blockflow

@@ -1,0 +1,227 @@
+// Teams of threads (core/team.h): every thread of a team runs the body once with its own number,
+// shares split as OpenMP's static schedule splits, barriers order writes, and teams nest, run
+// side by side from several callers, inside a caller's OpenMP region, and in a forked child, on
+// the pool and on OpenMP alike.
+#include "core/team.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace blockflow {
+namespace {
+
+// Sets the team runtime while alive; the pool again after.
+class RuntimeSetting {
+ public:
+  explicit RuntimeSetting(TeamRuntime runtime) { SetTeamRuntime(runtime); }
+  ~RuntimeSetting() { SetTeamRuntime(TeamRuntime::kPool); }
+  RuntimeSetting(const RuntimeSetting&) = delete;
+  RuntimeSetting& operator=(const RuntimeSetting&) = delete;
+};
+
+const char* Name(TeamRuntime runtime) { return runtime == TeamRuntime::kPool ? "pool" : "OpenMP"; }
+
+// What each thread of a team saw, by its number.
+struct Seen {
+  std::vector<int> calls, sizes, levels;
+  explicit Seen(int threads) : calls(threads, 0), sizes(threads, 0), levels(threads, -1) {}
+};
+
+Seen SeenBy(int threads) {
+  Seen seen(std::max(threads, 1));
+  RunTeam(threads, [&] {
+    const auto t = static_cast<size_t>(TeamThread());
+    ++seen.calls[t];
+    seen.sizes[t] = TeamSize();
+    seen.levels[t] = omp_get_level();
+  });
+  return seen;
+}
+
+TEST(Teams, EveryThreadRunsTheBodyOnce) {
+  for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+    const RuntimeSetting setting(runtime);
+    for (int threads : {1, 2, 3, 4, 2}) {
+      const Seen seen = SeenBy(threads);
+      for (int t = 0; t < threads; ++t) {
+        const auto i = static_cast<size_t>(t);
+        EXPECT_EQ(seen.calls[i], 1) << Name(runtime) << ", thread " << t << " of " << threads;
+        EXPECT_EQ(seen.sizes[i], threads) << Name(runtime) << ", thread " << t;
+        // The pool's threads and one thread alone run outside OpenMP; OpenMP's in a region.
+        const int level = threads > 1 && runtime == TeamRuntime::kOpenMp ? 1 : 0;
+        EXPECT_EQ(seen.levels[i], level) << Name(runtime) << ", thread " << t << " of " << threads;
+      }
+    }
+  }
+  // Zero threads asked for: one.
+  EXPECT_EQ(SeenBy(0).calls[0], 1);
+}
+
+TEST(Teams, OutsideATeamTheCallerIsAloneInOne) {
+  EXPECT_EQ(TeamThread(), 0);
+  EXPECT_EQ(TeamSize(), 1);
+  TeamBarrier();  // returns at once
+  EXPECT_EQ(TeamShare(7), std::make_pair(int64_t{0}, int64_t{7}));
+}
+
+// TeamShare gives each thread what `omp for schedule(static)` gives it, so kernels split the
+// same on either runtime (and filter gradients sum the same partial sums).
+TEST(Teams, SharesSplitAsOpenMpsStaticSchedule) {
+  for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+    const RuntimeSetting setting(runtime);
+    for (int threads = 1; threads <= 4; ++threads) {
+      for (int64_t n : {0, 1, 2, 3, 5, 8, 13, 100}) {
+        std::vector<int> share(static_cast<size_t>(n), -1), openmp(static_cast<size_t>(n), -1);
+        RunTeam(threads, [&] {
+          const auto [begin, end] = TeamShare(n);
+          for (int64_t i = begin; i < end; ++i) share[static_cast<size_t>(i)] = TeamThread();
+        });
+#pragma omp parallel num_threads(threads)
+        {
+#pragma omp for schedule(static)
+          for (int64_t i = 0; i < n; ++i) openmp[static_cast<size_t>(i)] = omp_get_thread_num();
+        }
+        EXPECT_EQ(share, openmp) << Name(runtime) << ", " << n << " items, " << threads
+                                 << " threads";
+      }
+    }
+  }
+}
+
+// Each round every thread writes its slot, meets the others, and reads every slot: a barrier
+// that let a thread through early shows as a slot of the round before.
+TEST(Teams, BarriersOrderWrites) {
+  for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+    const RuntimeSetting setting(runtime);
+    for (int threads : {2, 3}) {
+      constexpr int kRounds = 2000;
+      std::vector<int> slot(static_cast<size_t>(threads), -1);
+      std::atomic<int> stale{0};
+      RunTeam(threads, [&] {
+        const int t = TeamThread(), size = TeamSize();
+        for (int round = 0; round < kRounds; ++round) {
+          std::atomic_ref<int>(slot[static_cast<size_t>(t)])
+              .store(round, std::memory_order_relaxed);
+          TeamBarrier();
+          for (int other = 0; other < size; ++other) {
+            const int value = std::atomic_ref<int>(slot[static_cast<size_t>(other)])
+                                  .load(std::memory_order_relaxed);
+            if (value != round) stale.fetch_add(1);
+          }
+          TeamBarrier();
+        }
+      });
+      EXPECT_EQ(stale.load(), 0) << Name(runtime) << ", " << threads << " threads";
+    }
+  }
+}
+
+// A team started by a thread of another team has numbers of its own, and the thread has its
+// outer number back after it.
+TEST(Teams, NestedTeamsNumberTheirOwnThreads) {
+  for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+    const RuntimeSetting setting(runtime);
+    std::vector<int> inner_calls(2, 0), outer_after(2, -1);
+    std::vector<std::vector<int>> inner(2, std::vector<int>(2, 0));
+    RunTeam(2, [&] {
+      const int outer = TeamThread();
+      RunTeam(2, [&] {
+        // The nested region may get one thread (OpenMP's nesting off): count what it got.
+        ++inner[static_cast<size_t>(outer)][static_cast<size_t>(TeamThread())];
+        if (TeamThread() == 0) inner_calls[static_cast<size_t>(outer)] = TeamSize();
+      });
+      outer_after[static_cast<size_t>(outer)] = TeamThread();
+    });
+    for (size_t outer = 0; outer < 2; ++outer) {
+      EXPECT_EQ(outer_after[outer], static_cast<int>(outer)) << Name(runtime);
+      const int size = inner_calls[outer];
+      EXPECT_GE(size, 1) << Name(runtime);
+      for (int t = 0; t < 2; ++t) {
+        EXPECT_EQ(inner[outer][static_cast<size_t>(t)], t < size ? 1 : 0)
+            << Name(runtime) << ", outer thread " << outer << ", inner thread " << t;
+      }
+    }
+  }
+}
+
+// Inside a caller's active OpenMP region a team is an OpenMP region of its own (level 2), not
+// the pool, and each caller thread's team covers all the work.
+TEST(Teams, InsideACallersOpenMpRegionTeamsAreOpenMpRegions) {
+  std::vector<int> levels(2, -1), covered(2, 0);
+  int outer = 0;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    outer = omp_get_num_threads();
+    const auto caller = static_cast<size_t>(omp_get_thread_num());
+    std::atomic<int> items{0};
+    RunTeam(2, [&] {
+      if (TeamThread() == 0) levels[caller] = omp_get_level();
+      const auto [begin, end] = TeamShare(10);
+      items.fetch_add(static_cast<int>(end - begin));
+    });
+    covered[caller] = items.load();
+  }
+  if (outer != 2) GTEST_SKIP() << "OpenMP gives no second thread here";
+  for (size_t caller = 0; caller < 2; ++caller) {
+    EXPECT_EQ(levels[caller], 2) << "caller " << caller;
+    EXPECT_EQ(covered[caller], 10) << "caller " << caller;
+  }
+}
+
+// Callers on threads of their own start teams at once: one has the pool, the others OpenMP
+// regions, and every team covers its work.
+TEST(Teams, CallersSideBySideEachGetATeam) {
+  constexpr int kCallers = 3, kTeams = 300;
+  std::vector<int> wrong(kCallers, 0);
+  std::vector<std::thread> callers;
+  callers.reserve(kCallers);
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&wrong, c] {
+      for (int i = 0; i < kTeams; ++i) {
+        std::atomic<int64_t> sum{0};
+        RunTeam(2, [&] {
+          const auto [begin, end] = TeamShare(100);
+          int64_t mine = 0;
+          for (int64_t k = begin; k < end; ++k) mine += k;
+          sum.fetch_add(mine);
+          TeamBarrier();
+        });
+        if (sum.load() != 4950) ++wrong[static_cast<size_t>(c)];
+      }
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  EXPECT_EQ(wrong, std::vector<int>(kCallers, 0));
+}
+
+// A child made by fork() has none of its parent's pool threads: its teams run on a pool of its
+// own. (With the parent's pool it would wait forever for threads it does not have: the alarm
+// turns that into a failure.)
+TEST(Teams, AForkedChildRunsTeams) {
+  EXPECT_EQ(SeenBy(2).calls, std::vector<int>({1, 1}));  // the parent's pool started
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);
+    const Seen seen = SeenBy(2);
+    _exit(seen.calls == std::vector<int>({1, 1}) && seen.levels == std::vector<int>({0, 0}) ? 0
+                                                                                            : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal "
+                                 << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace blockflow
