@@ -33,6 +33,13 @@
 // each blockflow figure is a share of the peak measured beside it, in the same minutes (on a
 // shared machine whose neighbours take a core's other hyperthread, the peak itself moves by
 // half, and a peak measured once at the start made 3x3 layers show 113-124% of it).
+// Two thread runtimes share the machine: blockflow's teams run on its own pool of threads
+// (core/team.h), oneDNN's primitives on GCC's OpenMP runtime, whose idle threads spin for a few
+// milliseconds after a region (its default GOMP_SPINCOUNT) and blockflow's for 0.2 ms. On two
+// CPUs a spinning thread of one halves the other's second thread, so the ways are ordered to
+// keep them apart: the peak and the floor run on blockflow's pool between oneDNN's ways and
+// blockflow's next batch (tens of milliseconds), and oneDNN's batch starts after blockflow's
+// 0.2 ms.
 // Ratios are blockflow time / oneDNN time: below 1 means blockflow is faster. `--clock cpu`
 // times process CPU time instead of wall time (meaningful at one thread on a busy machine).
 // oneDNN is used only here: it is never linked into the blockflow libraries.
@@ -62,6 +69,7 @@
 
 #include "bench/shape_suite.h"
 #include "blocks/conv/conv_kernels.h"
+#include "core/team.h"
 #include "core/tensor.h"
 
 namespace blockflow::conv {
@@ -149,11 +157,13 @@ const char* PeakIsa() { return HasAvx512() ? "avx512" : "avx2"; }
 double RunFmaPeak(int threads, int64_t iters) {
   static volatile float sink = 0;
   const bool avx512 = HasAvx512();
-  float total = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-  total += avx512 ? FmaLoopAvx512(iters, static_cast<float>(omp_get_thread_num()))
-                  : FmaLoopAvx2(iters, static_cast<float>(omp_get_thread_num()));
-  sink = sink + total;
+  std::vector<float> totals(static_cast<size_t>(threads), 0.0f);
+  RunTeam(threads, [&] {
+    const int t = TeamThread();
+    totals[static_cast<size_t>(t)] = avx512 ? FmaLoopAvx512(iters, static_cast<float>(t))
+                                            : FmaLoopAvx2(iters, static_cast<float>(t));
+  });
+  for (float total : totals) sink = sink + total;
   return 2.0 * kChains * (avx512 ? 16 : 8) * static_cast<double>(iters) * threads;
 }
 // Steps of one FMA-peak call: about 0.4 ms at 3 GHz, a call as short as the kernels' shortest.
@@ -249,15 +259,14 @@ __attribute__((target("avx2"))) void FloorShareAvx2(const FloorOperands& f, int 
 // One call of the floor on `threads` threads.
 void RunFloor(const FloorOperands& f, int threads, bool stream) {
   const bool avx512 = HasAvx512();
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+  RunTeam(threads, [&] {
+    const int t = TeamThread(), nt = TeamSize();
     if (avx512) {
       FloorShareAvx512(f, t, nt, stream);
     } else {
       FloorShareAvx2(f, t, nt, stream);
     }
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

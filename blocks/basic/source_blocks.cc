@@ -9,6 +9,7 @@
 #include "core/file_cache.h"
 #include "core/npy.h"
 #include "core/paths.h"
+#include "core/team.h"
 
 namespace blockflow {
 namespace {
@@ -201,23 +202,26 @@ KernelFn RandomKernel(bool normal) {
     DispatchFloat(out.dtype(), [&](auto tag) {
       using T = decltype(tag);
       T* p = out.data<T>();
-#pragma omp parallel for schedule(static) num_threads(k.num_threads)
-      for (int64_t c = 0; c < chunks; ++c) {
-        if (k.cancelled()) continue;  // no early return out of a parallel region
-        const int64_t end = std::min(n, (c + 1) * kChunk);
-        for (int64_t i = c * kChunk; i < end; ++i) {
-          double v;
-          if (normal) {
-            // Box–Muller on two uniforms drawn for this index alone.
-            const double u1 = 1.0 - UniformAt(key, 2 * static_cast<uint64_t>(i));  // (0, 1]
-            const double u2 = UniformAt(key, 2 * static_cast<uint64_t>(i) + 1);
-            v = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-          } else {
-            v = std::floor(UniformAt(key, static_cast<uint64_t>(i)) * grid) / grid;
+      // A team (core/team.h) of at most one thread a chunk: a small tensor stays on the caller.
+      RunTeam(static_cast<int>(std::clamp<int64_t>(chunks, 1, k.num_threads)), [&] {
+        const auto [c0, c1] = TeamShare(chunks);
+        for (int64_t c = c0; c < c1; ++c) {
+          if (k.cancelled()) return;
+          const int64_t end = std::min(n, (c + 1) * kChunk);
+          for (int64_t i = c * kChunk; i < end; ++i) {
+            double v;
+            if (normal) {
+              // Box–Muller on two uniforms drawn for this index alone.
+              const double u1 = 1.0 - UniformAt(key, 2 * static_cast<uint64_t>(i));  // (0, 1]
+              const double u2 = UniformAt(key, 2 * static_cast<uint64_t>(i) + 1);
+              v = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+            } else {
+              v = std::floor(UniformAt(key, static_cast<uint64_t>(i)) * grid) / grid;
+            }
+            p[i] = static_cast<T>(v);
           }
-          p[i] = static_cast<T>(v);
         }
-      }
+      });
     });
     if (k.cancelled()) return Cancelled();
     return Status::OK();
