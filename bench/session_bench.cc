@@ -20,6 +20,12 @@
 //                                in one loop. Counters: kernels_ms, run_ms, overhead_us_per_node.
 //                                Graphs: the training-step sample and a one-block depthwise
 //                                layer (mnv1_dw4_56x128_s1).
+//   Team/<runtime>/start         RunTeam of an empty body on --threads threads (at least 2):
+//   Team/<runtime>/barrier       the cost of starting and joining a kernel's team, and of one
+//                                TeamBarrier more (10 a team, per barrier), on the pool and on
+//                                OpenMP (core/team.h). The OpenMP cases run last: GCC's runtime
+//                                keeps its threads spinning for milliseconds after a region,
+//                                which would take a CPU from the pool's threads.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -39,6 +45,7 @@
 #include "core/allocator.h"
 #include "core/npy.h"
 #include "core/session.h"
+#include "core/team.h"
 
 namespace blockflow {
 namespace {
@@ -314,6 +321,29 @@ void DepthwiseLayerOverhead(benchmark::State& state) {
                 {{"x", Random(Shape{8, 56, 56, 128}, 4)}, {"w", Random(Shape{3, 3, 128, 1}, 5)}});
 }
 
+// An empty team on `runtime` per iteration; with `barriers`, ten TeamBarrier calls in it, timed
+// per barrier (each figure includes a tenth of a start: Team/<runtime>/start's).
+void TeamCost(benchmark::State& state, TeamRuntime runtime, bool barriers) {
+  const TeamRuntime before = GetTeamRuntime();
+  SetTeamRuntime(runtime);
+  const int threads = std::max(2, g_threads);
+  constexpr int kBarriers = 10;
+  for (auto _ : state) {
+    RunTeam(threads, [&] {
+      if (barriers) {
+        for (int i = 0; i < kBarriers; ++i) TeamBarrier();
+      }
+    });
+  }
+  if (barriers) {
+    state.counters["per_barrier"] =
+        benchmark::Counter(static_cast<double>(state.iterations() * kBarriers),
+                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  }
+  state.counters["threads"] = threads;
+  SetTeamRuntime(before);
+}
+
 }  // namespace
 }  // namespace blockflow
 
@@ -353,6 +383,18 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("Overhead/mnv1_dw4_56x128_s1", DepthwiseLayerOverhead)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
+  for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+    for (bool barriers : {false, true}) {
+      const std::string name = std::string("Team/") +
+                               (runtime == TeamRuntime::kPool ? "pool" : "openmp") +
+                               (barriers ? "/barrier" : "/start");
+      benchmark::RegisterBenchmark(
+          name.c_str(),
+          [runtime, barriers](benchmark::State& st) { TeamCost(st, runtime, barriers); })
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
+  }
   benchmark::AddCustomContext("threads", std::to_string(g_threads));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

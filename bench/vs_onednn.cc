@@ -33,13 +33,16 @@
 // each blockflow figure is a share of the peak measured beside it, in the same minutes (on a
 // shared machine whose neighbours take a core's other hyperthread, the peak itself moves by
 // half, and a peak measured once at the start made 3x3 layers show 113-124% of it).
-// Two thread runtimes share the machine: blockflow's teams run on its own pool of threads
-// (core/team.h), oneDNN's primitives on GCC's OpenMP runtime, whose idle threads spin for a few
-// milliseconds after a region (its default GOMP_SPINCOUNT) and blockflow's for 0.2 ms. On two
-// CPUs a spinning thread of one halves the other's second thread, so the ways are ordered to
-// keep them apart: the peak and the floor run on blockflow's pool between oneDNN's ways and
-// blockflow's next batch (tens of milliseconds), and oneDNN's batch starts after blockflow's
-// 0.2 ms.
+// With BLOCKFLOW_TEAMS=pool two thread runtimes share the machine: blockflow's teams run on its
+// own pool of threads (core/team.h), oneDNN's primitives on GCC's OpenMP runtime, and the idle
+// threads of each spin for about 5 ms after their last parallel step (GCC's default
+// GOMP_SPINCOUNT; the pool's spin). On two CPUs a thread spinning in one runtime takes half a
+// CPU from the other's second thread, so the batches hand the CPUs over (HandOver): blockflow's
+// spinning threads are told to sleep before oneDNN's ways, and after them a blockflow team
+// spins on every CPU until OpenMP's threads have gone to sleep. That is not enough: on the
+// two-CPU machine measured, the scheduler still often put both threads of blockflow's team on
+// one CPU (0.2-1 ms a two-thread depthwise call against 0.06 alone); the pool's figures here are
+// not its figures in a process of its own. By default both sides run on OpenMP.
 // Ratios are blockflow time / oneDNN time: below 1 means blockflow is faster. `--clock cpu`
 // times process CPU time instead of wall time (meaningful at one thread on a busy machine).
 // oneDNN is used only here: it is never linked into the blockflow libraries.
@@ -431,6 +434,21 @@ struct Lane {
 };
 
 // Times `fn` over `iters` calls.
+// The ways in a round's order: blockflow's kernel, oneDNN's two (OpenMP), then the peak and the
+// floors (blockflow's pool). Before oneDNN's first way, blockflow's pool threads stop spinning;
+// before the peak, on more than one thread, a pool team spins for 12 ms, past the end of
+// OpenMP's spin (300000 pauses, about 5 ms, or twice that sharing a CPU with the team).
+void HandOver(int way, int threads) {
+  if (GetTeamRuntime() != TeamRuntime::kPool) return;  // one runtime: nothing to hand over
+  if (way == 1) RestTeamThreads();
+  if (way == 3 && threads > 1) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(12);
+    RunTeam(threads, [&] {
+      while (std::chrono::steady_clock::now() < until) _mm_pause();
+    });
+  }
+}
+
 Timing Time(const std::function<void()>& fn, int64_t iters, bool cpu) {
   const double c0 = Now(cpu), w0 = Now(false);
   for (int64_t i = 0; i < iters; ++i) fn();
@@ -696,6 +714,7 @@ int Main(const Options& opt) {
         for (Lane& lane : lanes) {
           omp_set_num_threads(lane.k.num_threads);
           for (int i = 0; i < kWays; ++i) {
+            HandOver(i, lane.k.num_threads);
             const Timing t = Time(lane.ways[i], lane.iters[i], opt.cpu_clock);
             lane.clock[i].push_back(t.clock);
             lane.wall[i].push_back(t.wall);

@@ -1,5 +1,5 @@
 // Session: runs a Graph. Only the nodes the fetches need run, in dependency
-// order, independent nodes in parallel; kernels use OpenMP inside.
+// order, independent nodes in parallel; kernels run teams of threads inside (core/team.h).
 //
 //   Session session(graph);
 //   std::vector<Tensor> out;

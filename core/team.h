@@ -5,14 +5,19 @@
 //     for (int64_t r = begin; r < end; ++r) Row(r, TeamThread());
 //   });
 //
-// A team of two or more threads runs on the process's own pool of threads where it can: called
-// outside any active OpenMP region while no other caller has the pool. Its threads spin for a
-// while between teams and then sleep, counting themselves, so that starting or joining a team
-// makes no system call while they spin. GCC's OpenMP runtime makes one or more futex calls for
-// every parallel region and every barrier, each about 1 us on a virtual machine, where a small
-// layer's whole two-thread call takes 20-100 us. Everywhere else (inside a caller's active
-// OpenMP region, the pool busy, or SetTeamRuntime(kOpenMp)) the team is an OpenMP parallel
-// region, which may give fewer threads than asked (TeamSize says how many).
+// A team of two or more threads is an OpenMP parallel region by default. With the pool
+// (BLOCKFLOW_TEAMS=pool, or SetTeamRuntime) it runs on the process's own threads instead where
+// it can: called outside any active OpenMP region while no other caller has the pool. Those
+// threads spin for 5 ms between teams and then sleep, counting themselves, so that starting or
+// joining a team makes no system call while they spin; GCC's OpenMP runtime makes one or more
+// futex calls for every region and barrier, about 1 us each on a virtual machine. The pool suits
+// a process where blockflow is the only user of threads: another runtime's spinning threads
+// (GCC's OpenMP spins 5 ms after every region, oneDNN and many libraries use it) share the CPUs
+// with the pool's, and on two CPUs the scheduler then often puts both threads of a team on one
+// (measured: a two-thread depthwise call 0.06 ms alone, 0.2-1 ms in a process that also ran
+// oneDNN). Everywhere else (inside a caller's active OpenMP region, the pool busy) the team is
+// an OpenMP region, which may give fewer threads than asked (TeamSize says how many). Kernels
+// split their work the same way on either runtime: the same bits.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +25,19 @@
 
 namespace blockflow {
 
-/// Where teams of two or more threads run: the pool (the default) or OpenMP parallel regions.
+/// Where teams of two or more threads run: OpenMP parallel regions (the default) or the pool.
 enum class TeamRuntime { kPool, kOpenMp };
 
-/// Sets the runtime of the teams started after it (tests, and A/B measurements). The environment
-/// variable BLOCKFLOW_TEAMS=openmp chooses OpenMP from the start.
+/// Sets the runtime of the teams started after it. The environment variable BLOCKFLOW_TEAMS=pool
+/// chooses the pool from the start.
 void SetTeamRuntime(TeamRuntime runtime);
 TeamRuntime GetTeamRuntime();
+
+/// Makes the pool's threads that spin between teams sleep now rather than at the end of their
+/// spin (5 ms): for a caller about to hand the CPUs to another thread runtime (a benchmark
+/// before oneDNN's OpenMP regions, say), whose threads would otherwise share them with the
+/// spinning ones. The next team wakes them.
+void RestTeamThreads();
 
 namespace team_internal {
 void Run(int threads, void (*body)(const void*), const void* arg);

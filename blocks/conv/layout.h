@@ -133,11 +133,11 @@ inline std::atomic<bool>& TeamBoundOn() {
 }
 inline void SetTeamBoundForTesting(bool on) { TeamBoundOn().store(on); }
 
-/// The threads a parallel region asking for `nt` gets, where OpenMP tells in advance: one inside
-/// a region when no more levels may be active (a caller's own parallel region), at most
-/// OMP_THREAD_LIMIT. Kernels plan for it, so that their buffers and splits fit the team. Under
-/// OMP_DYNAMIC a region can still get fewer: the regions split their work over the team they
-/// got.
+/// The threads a team asking for `nt` gets, where that is known in advance (the pool gives all;
+/// OpenMP, which runs a team inside a caller's region, tells): one inside a region when no more
+/// levels may be active (a caller's own parallel region), at most OMP_THREAD_LIMIT. Kernels plan
+/// for it, so that their buffers and splits fit the team. Under OMP_DYNAMIC an OpenMP region can
+/// still get fewer: the teams split their work over the threads they got (TeamSize).
 inline int TeamBound(int nt) {
   nt = std::max(1, nt);
   if (!TeamBoundOn().load(std::memory_order_relaxed)) return nt;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,13 +19,18 @@
 namespace blockflow {
 namespace {
 
-// Sets the team runtime while alive; the pool again after.
+// Sets the team runtime while alive; the one before again after.
 class RuntimeSetting {
  public:
-  explicit RuntimeSetting(TeamRuntime runtime) { SetTeamRuntime(runtime); }
-  ~RuntimeSetting() { SetTeamRuntime(TeamRuntime::kPool); }
+  explicit RuntimeSetting(TeamRuntime runtime) : before_(GetTeamRuntime()) {
+    SetTeamRuntime(runtime);
+  }
+  ~RuntimeSetting() { SetTeamRuntime(before_); }
   RuntimeSetting(const RuntimeSetting&) = delete;
   RuntimeSetting& operator=(const RuntimeSetting&) = delete;
+
+ private:
+  TeamRuntime before_;
 };
 
 const char* Name(TeamRuntime runtime) { return runtime == TeamRuntime::kPool ? "pool" : "OpenMP"; }
@@ -63,6 +69,13 @@ TEST(Teams, EveryThreadRunsTheBodyOnce) {
   }
   // Zero threads asked for: one.
   EXPECT_EQ(SeenBy(0).calls[0], 1);
+}
+
+// OpenMP unless BLOCKFLOW_TEAMS=pool (the tests run without it).
+TEST(Teams, OpenMpByDefault) {
+  const char* env = std::getenv("BLOCKFLOW_TEAMS");
+  const bool pool = env != nullptr && std::string(env) == "pool";
+  EXPECT_EQ(GetTeamRuntime(), pool ? TeamRuntime::kPool : TeamRuntime::kOpenMp);
 }
 
 TEST(Teams, OutsideATeamTheCallerIsAloneInOne) {
@@ -155,6 +168,7 @@ TEST(Teams, NestedTeamsNumberTheirOwnThreads) {
 // Inside a caller's active OpenMP region a team is an OpenMP region of its own (level 2), not
 // the pool, and each caller thread's team covers all the work.
 TEST(Teams, InsideACallersOpenMpRegionTeamsAreOpenMpRegions) {
+  const RuntimeSetting setting(TeamRuntime::kPool);
   std::vector<int> levels(2, -1), covered(2, 0);
   int outer = 0;
 #pragma omp parallel num_threads(2)
@@ -180,6 +194,7 @@ TEST(Teams, InsideACallersOpenMpRegionTeamsAreOpenMpRegions) {
 // Callers on threads of their own start teams at once: one has the pool, the others OpenMP
 // regions, and every team covers its work.
 TEST(Teams, CallersSideBySideEachGetATeam) {
+  const RuntimeSetting setting(TeamRuntime::kPool);
   constexpr int kCallers = 3, kTeams = 300;
   std::vector<int> wrong(kCallers, 0);
   std::vector<std::thread> callers;
@@ -207,6 +222,7 @@ TEST(Teams, CallersSideBySideEachGetATeam) {
 // own. (With the parent's pool it would wait forever for threads it does not have: the alarm
 // turns that into a failure.)
 TEST(Teams, AForkedChildRunsTeams) {
+  const RuntimeSetting setting(TeamRuntime::kPool);
   EXPECT_EQ(SeenBy(2).calls, std::vector<int>({1, 1}));  // the parent's pool started
   const pid_t child = fork();
   ASSERT_GE(child, 0);

@@ -551,9 +551,10 @@ TEST(SmallerTeams, PoolAndOpenMpGiveTheSameBits) {
       for (int nt : {2, 3}) {
         std::vector<Tensor> outs[2];
         for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+          const TeamRuntime before = GetTeamRuntime();
           SetTeamRuntime(runtime);
           Expected<std::vector<Tensor>> out = block.Run(/*reference=*/false, nt);
-          SetTeamRuntime(TeamRuntime::kPool);
+          SetTeamRuntime(before);
           ASSERT_TRUE(out.ok()) << name << ": " << out.status().message();
           outs[runtime == TeamRuntime::kPool ? 0 : 1] = std::move(*out);
         }
