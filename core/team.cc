@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -70,10 +71,11 @@ struct alignas(64) Signal {
   std::atomic<int> sleepers{0};
 
   /// Waits until the word is no longer `old`: spinning for up to `spin` (or until `rest`, if
-  /// given, changes), then asleep on the futex. Acquires what the changer wrote before the
-  /// change.
-  void AwaitChange(uint32_t old, Clock::duration spin,
-                   const std::atomic<uint32_t>* rest = nullptr) {
+  /// given, is no longer `resting`), then asleep on the futex. Acquires what the changer wrote
+  /// before the change.
+  /// `resting` is the value of `rest` the waiter read before it let anyone see it wait.
+  void AwaitChange(uint32_t old, Clock::duration spin, const std::atomic<uint32_t>* rest = nullptr,
+                   uint32_t resting = 0) {
     if (word.load(std::memory_order_acquire) != old) return;
     if (spin > Clock::duration::zero()) {
       // Spinning on the CPU alone for kSpinAlone, then yielding it between checks: a thread
@@ -83,7 +85,6 @@ struct alignas(64) Signal {
       // with it, 0.06 ms on two CPUs.
       const Clock::time_point start = Clock::now(), deadline = start + spin;
       const Clock::time_point alone = start + kSpinAlone;
-      const uint32_t resting = rest != nullptr ? rest->load(std::memory_order_relaxed) : 0;
       bool yielding = false;
       for (int i = 1;; ++i) {
         if (yielding) {
@@ -124,6 +125,10 @@ struct alignas(64) Signal {
 };
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word is the atomic");
 
+/// Runs the body of a team's thread; an exception leaving it ends the process, as it does from an
+/// OpenMP region, rather than leave the other threads working on the caller's unwound frame.
+void RunBody(void (*body)(const void*), const void* arg) noexcept { body(arg); }
+
 /// The CPUs the process may run on.
 int UsableCpus() {
   cpu_set_t set;
@@ -142,7 +147,12 @@ class Pool {
     bool expected = false;
     if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return false;
     const int workers = threads - 1;
-    if (!Grow(workers)) {
+    bool grown = false;
+    try {
+      grown = Grow(workers);
+    } catch (const std::bad_alloc&) {  // the pool stays as it was, the team runs on OpenMP
+    }
+    if (!grown) {
       busy_.store(false, std::memory_order_release);
       return false;
     }
@@ -160,7 +170,7 @@ class Pool {
     {
       const Member me{0, threads, Member::kPool};
       const Joined joined(&me);
-      body(arg);
+      RunBody(body, arg);
     }
     for (uint32_t now = done_.word.load(std::memory_order_acquire);
          now != done + static_cast<uint32_t>(workers);
@@ -199,9 +209,11 @@ class Pool {
     Signal start;
   };
 
-  /// Starts workers until there are `workers`; false if that many cannot be.
+  /// Starts workers until there are `workers`; false if that many cannot be. Room for them is
+  /// made first, so that a worker once started is always kept.
   bool Grow(int workers) {
     if (workers > kMaxWorkers) return false;
+    workers_.reserve(static_cast<size_t>(workers));
     while (static_cast<int>(workers_.size()) < workers) {
       auto worker = std::make_unique<Worker>();
       const int number = static_cast<int>(workers_.size()) + 1;
@@ -215,17 +227,19 @@ class Pool {
     return true;
   }
 
-  /// Worker `number`'s life: wait for a team, run the body, count itself done.
+  /// Worker `number`'s life: wait for a team, run the body, count itself done. It reads `rest_`
+  /// before it counts itself done: a Rest() by the caller the count lets go ends its next spin.
   void Work(Worker* worker, int number) {
-    uint32_t seen = 0;
+    uint32_t seen = 0, resting = rest_.load(std::memory_order_relaxed);
     for (;;) {
-      worker->start.AwaitChange(seen, idle_spin_.load(std::memory_order_relaxed), &rest_);
+      worker->start.AwaitChange(seen, idle_spin_.load(std::memory_order_relaxed), &rest_, resting);
       seen = worker->start.word.load(std::memory_order_acquire);
       {
         const Member me{number, size_, Member::kPool};
         const Joined joined(&me);
-        body_(arg_);
+        RunBody(body_, arg_);
       }
+      resting = rest_.load(std::memory_order_relaxed);
       done_.Change();
     }
   }
@@ -246,6 +260,11 @@ class Pool {
 };
 
 std::atomic<Pool*> g_pool{nullptr};
+
+/// Whether the calling thread works in a pool team of two or more threads.
+bool InPoolTeam() {
+  return tl_member != nullptr && tl_member->kind == Member::kPool && tl_member->size > 1;
+}
 
 /// The pool, made on first use. A child process made by fork() has none of the parent's
 /// threads: it starts a pool of its own (the parent's is left, unused).
@@ -271,7 +290,9 @@ TeamRuntime GetTeamRuntime() { return Runtime().load(); }
 namespace team_internal {
 
 void Run(int threads, void (*body)(const void*), const void* arg) {
-  if (threads <= 1) {
+  // A team started inside a pool team of two or more runs alone: the pool's threads have the
+  // CPUs, and an OpenMP region on each of them would start threads * threads.
+  if (threads <= 1 || InPoolTeam()) {
     const Member alone;
     const Joined joined(&alone);
     body(arg);
@@ -285,7 +306,7 @@ void Run(int threads, void (*body)(const void*), const void* arg) {
   {
     const Member me{omp_get_thread_num(), omp_get_num_threads(), Member::kOpenMp};
     const Joined joined(&me);
-    body(arg);
+    RunBody(body, arg);
   }
 }
 
@@ -293,6 +314,12 @@ void Run(int threads, void (*body)(const void*), const void* arg) {
 
 void RestTeamThreads() {
   if (Pool* pool = g_pool.load(std::memory_order_acquire)) pool->Rest();
+}
+
+int TeamLimit(int threads) {
+  threads = std::max(1, threads);
+  if (InPoolTeam() || omp_get_active_level() >= omp_get_max_active_levels()) return 1;
+  return std::clamp(omp_get_thread_limit(), 1, threads);
 }
 
 int TeamThread() { return tl_member != nullptr ? tl_member->thread : 0; }

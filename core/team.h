@@ -8,16 +8,20 @@
 // A team of two or more threads is an OpenMP parallel region by default. With the pool
 // (BLOCKFLOW_TEAMS=pool, or SetTeamRuntime) it runs on the process's own threads instead where
 // it can: called outside any active OpenMP region while no other caller has the pool. Those
-// threads spin for 5 ms between teams and then sleep, counting themselves, so that starting or
-// joining a team makes no system call while they spin; GCC's OpenMP runtime makes one or more
+// threads spin for 5 ms between teams (if the team fitted the usable CPUs; else not at all) and
+// then sleep, counting themselves, so that starting or joining a team makes no system call while
+// they spin; GCC's OpenMP runtime makes one or more
 // futex calls for every region and barrier, about 1 us each on a virtual machine. The pool suits
 // a process where blockflow is the only user of threads: another runtime's spinning threads
 // (GCC's OpenMP spins 5 ms after every region, oneDNN and many libraries use it) share the CPUs
 // with the pool's, and on two CPUs the scheduler then often puts both threads of a team on one
 // (measured: a two-thread depthwise call 0.06 ms alone, 0.2-1 ms in a process that also ran
 // oneDNN). Everywhere else (inside a caller's active OpenMP region, the pool busy) the team is
-// an OpenMP region, which may give fewer threads than asked (TeamSize says how many). Kernels
-// split their work the same way on either runtime: the same bits.
+// an OpenMP region, which may give fewer threads than asked (TeamSize says how many). A team
+// started inside a pool team of two or more runs alone, as one inside an OpenMP region does
+// while OpenMP's nesting is off (its default). Kernels split their work the same way on either
+// runtime: the same bits. A team's body must not call fork(): the child would wait for the
+// pool's threads, which it does not have.
 #pragma once
 
 #include <cstdint>
@@ -45,12 +49,19 @@ void Run(int threads, void (*body)(const void*), const void* arg);
 
 /// Runs body() once on each thread of a team of `threads`, the calling thread among them as
 /// thread 0, and returns when every thread has returned. One thread (or fewer) runs body() on
-/// the calling thread alone. The body must not throw.
+/// the calling thread alone. The body must not throw: in a team of two or more an exception
+/// leaving it ends the process (std::terminate), on either runtime.
 template <typename Body>
 void RunTeam(int threads, const Body& body) {
   team_internal::Run(
       threads, [](const void* b) { (*static_cast<const Body*>(b))(); }, &body);
 }
+
+/// The most threads a team asking for `threads` started here gets, where that is known in
+/// advance: one inside a pool team of two or more, or inside an OpenMP region when no more
+/// levels may be active (OMP_MAX_ACTIVE_LEVELS); at most OMP_THREAD_LIMIT. An OpenMP region can
+/// still give fewer (OMP_DYNAMIC): TeamSize says what a team got.
+int TeamLimit(int threads);
 
 /// The calling thread's number in its innermost team, and the team's size: 0 and 1 outside any.
 int TeamThread();

@@ -203,7 +203,7 @@ KernelFn RandomKernel(bool normal) {
       using T = decltype(tag);
       T* p = out.data<T>();
       // A team (core/team.h) of at most one thread a chunk: a small tensor stays on the caller.
-      RunTeam(static_cast<int>(std::clamp<int64_t>(chunks, 1, k.num_threads)), [&] {
+      RunTeam(static_cast<int>(std::clamp<int64_t>(chunks, 1, std::max(k.num_threads, 1))), [&] {
         const auto [c0, c1] = TeamShare(chunks);
         for (int64_t c = c0; c < c1; ++c) {
           if (k.cancelled()) return;

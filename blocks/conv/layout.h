@@ -5,8 +5,6 @@
 //   const float* x = ToNHWC<Half, float>(input, DataFormat::kNCHW, n, h, w, c, &buf, threads);
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -133,16 +131,13 @@ inline std::atomic<bool>& TeamBoundOn() {
 }
 inline void SetTeamBoundForTesting(bool on) { TeamBoundOn().store(on); }
 
-/// The threads a team asking for `nt` gets, where that is known in advance (the pool gives all;
-/// OpenMP, which runs a team inside a caller's region, tells): one inside a region when no more
-/// levels may be active (a caller's own parallel region), at most OMP_THREAD_LIMIT. Kernels plan
-/// for it, so that their buffers and splits fit the team. Under OMP_DYNAMIC an OpenMP region can
-/// still get fewer: the teams split their work over the threads they got (TeamSize).
+/// The threads a team asking for `nt` gets, where that is known in advance (TeamLimit,
+/// core/team.h: one inside a caller's team, at most OMP_THREAD_LIMIT). Kernels plan for it, so
+/// that their buffers and splits fit the team. Under OMP_DYNAMIC an OpenMP region can still get
+/// fewer: the teams split their work over the threads they got (TeamSize).
 inline int TeamBound(int nt) {
-  nt = std::max(1, nt);
-  if (!TeamBoundOn().load(std::memory_order_relaxed)) return nt;
-  if (omp_get_active_level() >= omp_get_max_active_levels()) return 1;
-  return std::clamp(omp_get_thread_limit(), 1, nt);
+  if (!TeamBoundOn().load(std::memory_order_relaxed)) return std::max(1, nt);
+  return TeamLimit(nt);
 }
 
 /// Number of rows of work each thread gets at least, so tiny problems stay on one thread; at
@@ -152,9 +147,9 @@ inline int ThreadsFor(int num_threads, int64_t work_items, int64_t min_items_per
   return static_cast<int>(std::clamp<int64_t>(t, 1, TeamBound(num_threads)));
 }
 
-/// body() on each thread of a team of `nt` (RunTeam, core/team.h: the process's pool of threads,
-/// or an OpenMP region inside a caller's), or once on the calling thread for one. The body finds
-/// its place with TeamThread(), TeamSize() and TeamShare(), and meets the others at
+/// body() on each thread of a team of `nt` (RunTeam, core/team.h: an OpenMP region, or the
+/// process's pool of threads where the pool is chosen), or once on the calling thread for one. The
+/// body finds its place with TeamThread(), TeamSize() and TeamShare(), and meets the others at
 /// TeamBarrier().
 template <typename Body>
 void InTeam(int nt, const Body& body) {

@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,11 +159,49 @@ TEST(Teams, NestedTeamsNumberTheirOwnThreads) {
       EXPECT_EQ(outer_after[outer], static_cast<int>(outer)) << Name(runtime);
       const int size = inner_calls[outer];
       EXPECT_GE(size, 1) << Name(runtime);
+      // Inside a pool team a team runs alone (an OpenMP region on each pool thread would start
+      // threads of its own on CPUs the pool already has).
+      if (runtime == TeamRuntime::kPool) {
+        EXPECT_EQ(size, 1) << "outer thread " << outer;
+      }
       for (int t = 0; t < 2; ++t) {
         EXPECT_EQ(inner[outer][static_cast<size_t>(t)], t < size ? 1 : 0)
             << Name(runtime) << ", outer thread " << outer << ", inner thread " << t;
       }
     }
+  }
+}
+
+// TeamLimit knows in advance what a team gets: at least one, and one inside a pool team.
+TEST(Teams, TeamLimitIsOneInsideAPoolTeam) {
+  EXPECT_EQ(TeamLimit(0), 1);
+  EXPECT_EQ(TeamLimit(1), 1);
+  EXPECT_EQ(TeamLimit(3), std::clamp(omp_get_thread_limit(), 1, 3));
+  const RuntimeSetting setting(TeamRuntime::kPool);
+  std::vector<int> limits(2, -1), sizes(2, -1);
+  RunTeam(2, [&] {
+    limits[static_cast<size_t>(TeamThread())] = TeamLimit(2);
+    sizes[static_cast<size_t>(TeamThread())] = TeamSize();
+  });
+  if (sizes[0] != 2 || omp_get_level() != 0) GTEST_SKIP() << "no two-thread pool team here";
+  EXPECT_EQ(limits, std::vector<int>(2, 1));
+}
+
+// An exception leaving a team's body ends the process on either runtime, as it does from an
+// OpenMP region, rather than leave the other threads working on the caller's unwound frame.
+TEST(TeamsDeathTest, AnExceptionLeavingATeamEndsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+    const RuntimeSetting setting(runtime);
+    EXPECT_DEATH(
+        {
+          RunTeam(2, [] {
+            if (TeamThread() == 0) throw std::runtime_error("from thread 0");
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          });
+        },
+        "")
+        << Name(runtime);
   }
 }
 
