@@ -137,7 +137,17 @@ const char* MainUsage() {
          "  blockflow --version | --help;  blockflow <command> --help  (or blockflow help "
          "<command>)\n"
          "exit status: 0 success, 1 invalid graph or feed or a failed block, 2 bad command line,\n"
-         "             130 cancelled by Ctrl-C (run, bench)\n";
+         "             130 cancelled by Ctrl-C (run, bench)\n"
+         "environment:\n"
+         "  OMP_NUM_THREADS=N           threads per kernel where --threads is not given\n"
+         "                              (default: every core)\n"
+         "  BLOCKFLOW_TEAMS=pool        run the kernels' teams on blockflow's own threads, which\n"
+         "                              spin between teams, instead of OpenMP regions\n"
+         "  BLOCKFLOW_POOL_LIMIT=BYTES  freed tensor memory kept for reuse (K, M, G suffixes;\n"
+         "                              default: a quarter of the machine's memory)\n"
+         "  BLOCKFLOW_CONV_ISA=ISA      the kernels' instructions at most: base, avx2, avx512\n"
+         "  BLOCKFLOW_CONV_WINOGRAD=0   3x3 convolutions without the Winograd path\n"
+         "  BLOCKFLOW_SHARD_TIMING=1    with --shard under MPI: rank 0 prints each phase's time\n";
 }
 
 bool HasHelp(const std::string& command) { return Helps().count(command) > 0; }

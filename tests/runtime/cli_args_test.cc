@@ -130,6 +130,17 @@ TEST(MainTest, HelpExplainsEveryFlag) {
   }
 }
 
+// `blockflow --help` names every environment variable the runtime and the kernels read.
+TEST(MainTest, HelpNamesTheEnvironment) {
+  std::ostringstream o, e;
+  ASSERT_EQ(Main({"--help"}, o, e), kExitOk);
+  for (const char* var :
+       {"OMP_NUM_THREADS", "BLOCKFLOW_TEAMS=pool", "BLOCKFLOW_POOL_LIMIT", "BLOCKFLOW_CONV_ISA",
+        "BLOCKFLOW_CONV_WINOGRAD=0", "BLOCKFLOW_SHARD_TIMING=1"}) {
+    EXPECT_NE(o.str().find(std::string("\n  ") + var), std::string::npos) << var << "\n" << o.str();
+  }
+}
+
 // A Ctrl-C that arrives while the graph and feeds load still cancels: the run does not
 // start and nothing is written.
 TEST(MainTest, CtrlCBeforeTheRunStartsCancelsIt) {
