@@ -2,6 +2,7 @@
 
 #include <QApplication>
 #include <cstdio>
+#include <cstdlib>
 
 #include "blocks/register_blocks.h"
 #include "core/limits.h"
@@ -23,7 +24,8 @@ QString EditorUsage() {
          "                      BYTES (suffixes K, M, G); default: half of this machine's memory\n"
          "  --recover           take back the graph an editor that crashed autosaved,\n"
          "                      without asking (otherwise a dialog offers it at start)\n"
-         "Works headless with QT_QPA_PLATFORM=offscreen.\n";
+         "Works headless with QT_QPA_PLATFORM=offscreen; --screenshot without a display\n"
+         "(no DISPLAY or WAYLAND_DISPLAY) renders offscreen by itself.\n";
 }
 
 EditorOptions ParseEditorArgs(const QStringList& args) {
@@ -75,10 +77,20 @@ EditorOptions ParseEditorArgs(const QStringList& args) {
   return o;
 }
 
-int RunEditor(QApplication& app) {
-  QCoreApplication::setOrganizationName("blockflow");
-  QCoreApplication::setApplicationName("blockflow-editor");
-  const EditorOptions o = ParseEditorArgs(app.arguments());
+namespace {
+
+// Whether the environment names a display or a Qt platform (an unset or empty variable names
+// none).
+bool HasDisplay() {
+  for (const char* name : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return true;
+  }
+  return false;
+}
+
+// Prints the usage for --help (exit 0) or the error and the usage (exit 2); -1 otherwise.
+int ReportOptions(const EditorOptions& o) {
   if (o.help) {
     std::fputs(EditorUsage().toUtf8().constData(), stdout);
     return 0;
@@ -88,6 +100,34 @@ int RunEditor(QApplication& app) {
                  EditorUsage().toUtf8().constData());
     return 2;
   }
+  return -1;
+}
+
+}  // namespace
+
+int PrepareEditor(int argc, char** argv) {
+  QStringList args;
+  for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
+  const EditorOptions o = ParseEditorArgs(args);
+  if (const int code = ReportOptions(o); code >= 0) return code;
+  if (HasDisplay()) return -1;
+  if (!o.screenshot.isEmpty()) {
+    setenv("QT_QPA_PLATFORM", "offscreen", 1);
+    return -1;
+  }
+  std::fputs(
+      "error: no display to show the editor on (DISPLAY and WAYLAND_DISPLAY are unset).\n"
+      "Run it on a desktop, or headless with --screenshot FILE.png (or with\n"
+      "QT_QPA_PLATFORM=offscreen).\n",
+      stderr);
+  return 1;
+}
+
+int RunEditor(QApplication& app) {
+  QCoreApplication::setOrganizationName("blockflow");
+  QCoreApplication::setApplicationName("blockflow-editor");
+  const EditorOptions o = ParseEditorArgs(app.arguments());
+  if (const int code = ReportOptions(o); code >= 0) return code;
   RegisterBuiltinBlocks();
   ApplyDarkTheme(app);
   MainWindow window;

@@ -28,4 +28,11 @@ QString EditorUsage();
 /// Runs the editor in `app` (theme, window, scripted options); returns the exit code.
 int RunEditor(QApplication& app);
 
+/// What the editor does before it makes its QApplication: the command line (--help and
+/// mistakes need no display), and where Qt shows nothing (no QT_QPA_PLATFORM, DISPLAY or
+/// WAYLAND_DISPLAY), a scripted screenshot renders offscreen and an interactive start stops with
+/// a message instead of Qt's abort. Returns the exit code, or -1 to go on and make the
+/// application (having set QT_QPA_PLATFORM=offscreen where a screenshot needs it).
+int PrepareEditor(int argc, char** argv);
+
 }  // namespace blockflow::editor

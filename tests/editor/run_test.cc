@@ -175,6 +175,57 @@ TEST(EditorCommandLine, ScreenshotProducesAPng) {
   EXPECT_EQ(f.read(8), QByteArray("\x89PNG\r\n\x1a\n", 8));
 }
 
+// The environment of a machine without a display: no Qt platform named either.
+QProcessEnvironment NoDisplay() {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const char* name : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"}) env.remove(name);
+  return env;
+}
+
+// Runs the editor with `args` in `env`; false if it did not finish within a minute.
+struct EditorProcess {
+  int code = -1;
+  QString out, err;
+};
+bool RunEditorProcess(const QProcessEnvironment& env, const QStringList& args, EditorProcess* r) {
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(BF_EDITOR_EXE, args);
+  if (!p.waitForFinished(60000)) return false;
+  r->code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r->out = QString::fromUtf8(p.readAllStandardOutput());
+  r->err = QString::fromUtf8(p.readAllStandardError());
+  return true;
+}
+
+// --help and a wrong command line need no display: answered before Qt looks for one (Qt's
+// platform plugin had aborted the process, exit 134).
+TEST(EditorCommandLine, HelpAndMistakesNeedNoDisplay) {
+  EditorProcess r;
+  ASSERT_TRUE(RunEditorProcess(NoDisplay(), {"--help"}, &r));
+  EXPECT_EQ(r.code, 0) << r.err.toStdString();
+  EXPECT_TRUE(r.out.startsWith("usage: blockflow-editor")) << r.out.toStdString();
+  ASSERT_TRUE(RunEditorProcess(NoDisplay(), {"--frobnicate"}, &r));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.err.startsWith("error: unknown option --frobnicate\nusage: blockflow-editor"))
+      << r.err.toStdString();
+}
+
+// Without a display a scripted screenshot renders offscreen by itself, and an interactive
+// start says why it cannot show the editor (exit 1) instead of aborting.
+TEST(EditorCommandLine, WithoutADisplayScreenshotsRenderOffscreen) {
+  QTemporaryDir dir;
+  const QString png = dir.filePath("shot.png");
+  EditorProcess r;
+  ASSERT_TRUE(
+      RunEditorProcess(NoDisplay(), {testing::DataPath("basic.json"), "--screenshot", png}, &r));
+  EXPECT_EQ(r.code, 0) << r.err.toStdString();
+  EXPECT_FALSE(QImage(png).isNull());
+  ASSERT_TRUE(RunEditorProcess(NoDisplay(), {testing::DataPath("basic.json")}, &r));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(r.err.startsWith("error: no display to show the editor on")) << r.err.toStdString();
+}
+
 TEST(EditorCommandLine, FailedRunExitsWithOne) {
   QTemporaryDir dir;
   const QString graph = dir.filePath("nofeed.json");
