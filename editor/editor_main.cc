@@ -89,6 +89,64 @@ bool HasDisplay() {
   return false;
 }
 
+// Qt's own command-line options, which QApplication takes out of its arguments(): those that
+// take a value (as the next argument, or after '='), then those that take none. Either may be
+// given with one dash or two.
+const char* const kQtValueOptions[] = {"platform",
+                                       "platformpluginpath",
+                                       "platformtheme",
+                                       "plugin",
+                                       "qwindowgeometry",
+                                       "qwindowicon",
+                                       "qwindowtitle",
+                                       "session",
+                                       "display",
+                                       "name",
+                                       "title",
+                                       "geometry",
+                                       "style",
+                                       "stylesheet",
+                                       "font",
+                                       "fn",
+                                       "background",
+                                       "bg",
+                                       "foreground",
+                                       "fg",
+                                       "button",
+                                       "btn",
+                                       "im",
+                                       "inputstyle",
+                                       "visual",
+                                       "ncols",
+                                       "cmap",
+                                       "qmljsdebugger"};
+const char* const kQtFlags[] = {"reverse", "widgetcount", "nograb", "dograb", "sync"};
+
+// The arguments without Qt's own options, as QApplication::arguments() will give them;
+// `platform` is set when one names the Qt platform.
+QStringList WithoutQtOptions(const QStringList& args, bool* platform) {
+  QStringList kept;
+  for (int i = 0; i < args.size(); ++i) {
+    const QString& a = args[i];
+    if (i == 0 || !a.startsWith('-') || a == "--" || a.startsWith("---")) {
+      kept << a;
+      continue;
+    }
+    const QString bare = a.mid(a.startsWith("--") ? 2 : 1);
+    const QString name = bare.section('=', 0, 0);
+    bool qt = false;
+    for (const char* option : kQtValueOptions) {
+      if (name != QLatin1String(option)) continue;
+      qt = true;
+      if (!bare.contains('=') && i + 1 < args.size()) ++i;  // its value
+      if (name == "platform") *platform = true;
+    }
+    for (const char* flag : kQtFlags) qt = qt || bare == QLatin1String(flag);
+    if (!qt) kept << a;
+  }
+  return kept;
+}
+
 // Prints the usage for --help (exit 0) or the error and the usage (exit 2); -1 otherwise.
 int ReportOptions(const EditorOptions& o) {
   if (o.help) {
@@ -108,9 +166,10 @@ int ReportOptions(const EditorOptions& o) {
 int PrepareEditor(int argc, char** argv) {
   QStringList args;
   for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
-  const EditorOptions o = ParseEditorArgs(args);
+  bool platform = false;
+  const EditorOptions o = ParseEditorArgs(WithoutQtOptions(args, &platform));
   if (const int code = ReportOptions(o); code >= 0) return code;
-  if (HasDisplay()) return -1;
+  if (platform || HasDisplay()) return -1;
   if (!o.screenshot.isEmpty()) {
     setenv("QT_QPA_PLATFORM", "offscreen", 1);
     return -1;

@@ -226,6 +226,32 @@ TEST(EditorCommandLine, WithoutADisplayScreenshotsRenderOffscreen) {
   EXPECT_TRUE(r.err.startsWith("error: no display to show the editor on")) << r.err.toStdString();
 }
 
+// Qt's own options still reach Qt: taken out before the editor's options are checked, and a
+// platform named by one counts as a display.
+TEST(EditorCommandLine, QtOptionsStillWork) {
+  QTemporaryDir dir;
+  const QString png = dir.filePath("shot.png");
+  EditorProcess r;
+  ASSERT_TRUE(RunEditorProcess(NoDisplay(),
+                               {"-platform", "offscreen", "-style=fusion", "-reverse",
+                                testing::DataPath("basic.json"), "--screenshot", png},
+                               &r));
+  EXPECT_EQ(r.code, 0) << r.err.toStdString();
+  EXPECT_FALSE(QImage(png).isNull());
+  // An interactive start on the platform named keeps running (it does not stop for want of a
+  // display).
+  QProcess p;
+  p.setProcessEnvironment(NoDisplay());
+  p.start(BF_EDITOR_EXE, {"-platform", "offscreen", testing::DataPath("basic.json")});
+  ASSERT_TRUE(p.waitForStarted(10000));
+  EXPECT_FALSE(p.waitForFinished(1500)) << p.readAllStandardError().toStdString();
+  p.kill();
+  p.waitForFinished(10000);
+  ASSERT_TRUE(RunEditorProcess(NoDisplay(), {"--platform", "offscreen", "--frobnicate"}, &r));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.err.startsWith("error: unknown option --frobnicate")) << r.err.toStdString();
+}
+
 TEST(EditorCommandLine, FailedRunExitsWithOne) {
   QTemporaryDir dir;
   const QString graph = dir.filePath("nofeed.json");
