@@ -29,6 +29,7 @@ struct Member {
   enum Kind { kAlone, kPool, kOpenMp };
   int thread = 0, size = 1;
   Kind kind = kAlone;
+  bool in_pool = false;  // a team run alone inside a pool team (at any depth)
 };
 
 /// The innermost team the thread works in, or nullptr outside any.
@@ -261,9 +262,11 @@ class Pool {
 
 std::atomic<Pool*> g_pool{nullptr};
 
-/// Whether the calling thread works in a pool team of two or more threads.
+/// Whether the calling thread works in a pool team of two or more threads, directly or in teams
+/// run alone inside one.
 bool InPoolTeam() {
-  return tl_member != nullptr && tl_member->kind == Member::kPool && tl_member->size > 1;
+  return tl_member != nullptr &&
+         (tl_member->in_pool || (tl_member->kind == Member::kPool && tl_member->size > 1));
 }
 
 /// The pool, made on first use. A child process made by fork() has none of the parent's
@@ -293,7 +296,8 @@ void Run(int threads, void (*body)(const void*), const void* arg) {
   // A team started inside a pool team of two or more runs alone: the pool's threads have the
   // CPUs, and an OpenMP region on each of them would start threads * threads.
   if (threads <= 1 || InPoolTeam()) {
-    const Member alone;
+    Member alone;
+    alone.in_pool = InPoolTeam();
     const Joined joined(&alone);
     body(arg);
     return;

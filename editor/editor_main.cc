@@ -89,38 +89,18 @@ bool HasDisplay() {
   return false;
 }
 
-// Qt's own command-line options, which QApplication takes out of its arguments(): those that
-// take a value (as the next argument, or after '='), then those that take none. Either may be
-// given with one dash or two.
-const char* const kQtValueOptions[] = {"platform",
-                                       "platformpluginpath",
-                                       "platformtheme",
-                                       "plugin",
-                                       "qwindowgeometry",
-                                       "qwindowicon",
-                                       "qwindowtitle",
-                                       "session",
-                                       "display",
-                                       "name",
-                                       "title",
-                                       "geometry",
-                                       "style",
-                                       "stylesheet",
-                                       "font",
-                                       "fn",
-                                       "background",
-                                       "bg",
-                                       "foreground",
-                                       "fg",
-                                       "button",
-                                       "btn",
-                                       "im",
-                                       "inputstyle",
-                                       "visual",
-                                       "ncols",
-                                       "cmap",
-                                       "qmljsdebugger"};
-const char* const kQtFlags[] = {"reverse", "widgetcount", "nograb", "dograb", "sync"};
+// Qt 6's own command-line options, which QApplication takes out of its arguments(): those
+// followed by a value, those that take theirs after '=' (the first two either way), and those
+// that take none. Either may be given with one dash or two. (-geometry, -title, -icon and
+// -display are the xcb platform's; set aside here on any platform, which only means that
+// elsewhere the editor reports them after Qt has started.)
+const char* const kQtValueOptions[] = {
+    "style",         "stylesheet", "platform",        "platformpluginpath",
+    "platformtheme", "plugin",     "qwindowgeometry", "qwindowicon",
+    "qwindowtitle",  "session",    "geometry",        "title",
+    "icon",          "display"};
+const char* const kQtAssignedOptions[] = {"style", "stylesheet", "qmljsdebugger"};
+const char* const kQtFlags[] = {"reverse", "widgetcount", "nograb", "dograb"};
 
 // The arguments without Qt's own options, as QApplication::arguments() will give them;
 // `platform` is set when one names the Qt platform.
@@ -133,13 +113,17 @@ QStringList WithoutQtOptions(const QStringList& args, bool* platform) {
       continue;
     }
     const QString bare = a.mid(a.startsWith("--") ? 2 : 1);
-    const QString name = bare.section('=', 0, 0);
     bool qt = false;
     for (const char* option : kQtValueOptions) {
-      if (name != QLatin1String(option)) continue;
+      if (bare != QLatin1String(option)) continue;
       qt = true;
-      if (!bare.contains('=') && i + 1 < args.size()) ++i;  // its value
-      if (name == "platform") *platform = true;
+      if (i + 1 < args.size()) {
+        ++i;  // its value
+        if (bare == "platform") *platform = true;
+      }
+    }
+    for (const char* option : kQtAssignedOptions) {
+      qt = qt || bare.startsWith(QLatin1String(option) + '=');
     }
     for (const char* flag : kQtFlags) qt = qt || bare == QLatin1String(flag);
     if (!qt) kept << a;

@@ -147,7 +147,8 @@ const char* MainUsage() {
          "                              default: a quarter of the machine's memory)\n"
          "  BLOCKFLOW_CONV_ISA=ISA      the kernels' instructions at most: base, avx2, avx512\n"
          "  BLOCKFLOW_CONV_WINOGRAD=0   3x3 convolutions without the Winograd path\n"
-         "  BLOCKFLOW_SHARD_TIMING=1    with --shard under MPI: rank 0 prints each phase's time\n";
+         "  BLOCKFLOW_SHARD_TIMING=1    with --shard under MPI: rank 0 prints each phase's time\n"
+         "  OMP_THREAD_LIMIT and OpenMP's other variables apply to the kernels' OpenMP teams\n";
 }
 
 bool HasHelp(const std::string& command) { return Helps().count(command) > 0; }

@@ -1028,13 +1028,13 @@ int64_t PackedInputValues(const ConvGeometry& g, int64_t images) {
 // (one pinned core, each call paired with one packing phase by phase, median of 451 pairs),
 // where skipping the packing altogether (a timing experiment) saved 7.6-8.1%. At stride 1 the
 // order is the same as before.
-// Out of line, in the baseline instructions (its copies are 16 and 8 bytes in any ISA): inlined
+// Out of line, in the baseline instructions (copies of 4 to 8 values, 16-byte moves): inlined
 // into the filter gradient's kernel, its loop kept its counters and strides on the stack. One
-// pinned core, each call paired with one inlined (medians of 300 pairs, 4 rounds): the stride-2
-// 28x128 filter gradient 0.983-0.993 of the time (calls paired with identical calls: 0.998-1.000;
-// builds alternated: 0.989), the layers that do not pack (Winograd's) within 0.7%. Copying block by
-// block instead (each block's columns in turn, its writes in order) was 1.5-2.9% slower, and one
-// masked load and store of a block's 6 floats 0.5%.
+// pinned core, float, each call paired with one inlined (medians of 300 pairs, 4 rounds): the
+// stride-2 28x128 filter gradient 0.983-0.993 of the time (calls paired with identical calls:
+// 0.998-1.000; builds alternated: 0.989), the layers that do not pack (Winograd's) within 0.7%.
+// Copying block by block instead (each block's columns in turn, its writes in order) was 1.5-2.9%
+// slower, and one masked load and store of a block's 6 floats 0.5%.
 template <typename C, int P>
 __attribute__((noinline)) void PackInputRow(const ConvGeometry& g, const C* __restrict x,
                                             int64_t n0, int64_t n1, int64_t ih, C* __restrict xk) {

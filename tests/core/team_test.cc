@@ -187,6 +187,27 @@ TEST(Teams, TeamLimitIsOneInsideAPoolTeam) {
   EXPECT_EQ(limits, std::vector<int>(2, 1));
 }
 
+// Two deep inside a pool team (a team run alone there, and one inside that), teams still run
+// alone: the one-thread team between does not hide the pool team around it.
+TEST(Teams, TeamsTwoDeepInAPoolTeamRunAlone) {
+  const RuntimeSetting setting(TeamRuntime::kPool);
+  std::vector<int> limits(2, -1), sizes(2, -1), levels(2, -1);
+  RunTeam(2, [&] {
+    const auto outer = static_cast<size_t>(TeamThread());
+    RunTeam(2, [&] {
+      RunTeam(2, [&] {
+        if (TeamThread() != 0) return;
+        limits[outer] = TeamLimit(2);
+        sizes[outer] = TeamSize();
+        levels[outer] = omp_get_level();
+      });
+    });
+  });
+  EXPECT_EQ(limits, std::vector<int>(2, 1));
+  EXPECT_EQ(sizes, std::vector<int>(2, 1));
+  EXPECT_EQ(levels, std::vector<int>(2, 0));  // no OpenMP region either
+}
+
 // An exception leaving a team's body ends the process on either runtime, as it does from an
 // OpenMP region, rather than leave the other threads working on the caller's unwound frame.
 TEST(TeamsDeathTest, AnExceptionLeavingATeamEndsTheProcess) {

@@ -250,6 +250,10 @@ TEST(EditorCommandLine, QtOptionsStillWork) {
   ASSERT_TRUE(RunEditorProcess(NoDisplay(), {"--platform", "offscreen", "--frobnicate"}, &r));
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(r.err.startsWith("error: unknown option --frobnicate")) << r.err.toStdString();
+  // Qt takes the platform only as a separate argument: "-platform=..." is nobody's option.
+  ASSERT_TRUE(RunEditorProcess(NoDisplay(), {"-platform=offscreen", "--screenshot", png}, &r));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.err.startsWith("error: unknown option -platform=offscreen")) << r.err.toStdString();
 }
 
 TEST(EditorCommandLine, FailedRunExitsWithOne) {
