@@ -295,9 +295,10 @@ namespace team_internal {
 void Run(int threads, void (*body)(const void*), const void* arg) {
   // A team started inside a pool team of two or more runs alone: the pool's threads have the
   // CPUs, and an OpenMP region on each of them would start threads * threads.
-  if (threads <= 1 || InPoolTeam()) {
+  const bool in_pool = InPoolTeam();
+  if (threads <= 1 || in_pool) {
     Member alone;
-    alone.in_pool = InPoolTeam();
+    alone.in_pool = in_pool;
     const Joined joined(&alone);
     body(arg);
     return;

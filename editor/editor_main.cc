@@ -92,8 +92,7 @@ bool HasDisplay() {
 // Qt 6's own command-line options, which QApplication takes out of its arguments(): those
 // followed by a value, those that take theirs after '=' (the first two either way), and those
 // that take none. Either may be given with one dash or two. (-geometry, -title, -icon and
-// -display are the xcb platform's; set aside here on any platform, which only means that
-// elsewhere the editor reports them after Qt has started.)
+// -display are the xcb platform's; set aside here on any platform, where Qt ignores them.)
 const char* const kQtValueOptions[] = {
     "style",         "stylesheet", "platform",        "platformpluginpath",
     "platformtheme", "plugin",     "qwindowgeometry", "qwindowicon",
@@ -131,8 +130,14 @@ QStringList WithoutQtOptions(const QStringList& args, bool* platform) {
   return kept;
 }
 
-// Prints the usage for --help (exit 0) or the error and the usage (exit 2); -1 otherwise.
-int ReportOptions(const EditorOptions& o) {
+}  // namespace
+
+int PrepareEditor(int argc, char** argv, EditorOptions* options) {
+  QStringList args;
+  for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
+  bool platform = false;
+  *options = ParseEditorArgs(WithoutQtOptions(args, &platform));
+  const EditorOptions& o = *options;
   if (o.help) {
     std::fputs(EditorUsage().toUtf8().constData(), stdout);
     return 0;
@@ -142,17 +147,6 @@ int ReportOptions(const EditorOptions& o) {
                  EditorUsage().toUtf8().constData());
     return 2;
   }
-  return -1;
-}
-
-}  // namespace
-
-int PrepareEditor(int argc, char** argv) {
-  QStringList args;
-  for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
-  bool platform = false;
-  const EditorOptions o = ParseEditorArgs(WithoutQtOptions(args, &platform));
-  if (const int code = ReportOptions(o); code >= 0) return code;
   if (platform || HasDisplay()) return -1;
   if (!o.screenshot.isEmpty()) {
     setenv("QT_QPA_PLATFORM", "offscreen", 1);
@@ -166,11 +160,9 @@ int PrepareEditor(int argc, char** argv) {
   return 1;
 }
 
-int RunEditor(QApplication& app) {
+int RunEditor(QApplication& app, const EditorOptions& o) {
   QCoreApplication::setOrganizationName("blockflow");
   QCoreApplication::setApplicationName("blockflow-editor");
-  const EditorOptions o = ParseEditorArgs(app.arguments());
-  if (const int code = ReportOptions(o); code >= 0) return code;
   RegisterBuiltinBlocks();
   ApplyDarkTheme(app);
   MainWindow window;

@@ -25,14 +25,15 @@ struct EditorOptions {
 EditorOptions ParseEditorArgs(const QStringList& args);
 /// The usage text.
 QString EditorUsage();
-/// Runs the editor in `app` (theme, window, scripted options); returns the exit code.
-int RunEditor(QApplication& app);
-
-/// What the editor does before it makes its QApplication: the command line (--help and
-/// mistakes need no display), and where Qt shows nothing (no QT_QPA_PLATFORM, DISPLAY or
-/// WAYLAND_DISPLAY), a scripted screenshot renders offscreen and an interactive start stops with
-/// a message instead of Qt's abort. Returns the exit code, or -1 to go on and make the
-/// application (having set QT_QPA_PLATFORM=offscreen where a screenshot needs it).
-int PrepareEditor(int argc, char** argv);
+/// What the editor does before it makes its QApplication: reads the command line into `options`
+/// (Qt's own options set aside, as QApplication takes them; --help and mistakes need no
+/// display), and where Qt shows nothing (no QT_QPA_PLATFORM, DISPLAY or WAYLAND_DISPLAY), a
+/// scripted screenshot renders offscreen and an interactive start stops with a message instead
+/// of Qt's abort. Returns the exit code, or -1 to go on and make the application (having set
+/// QT_QPA_PLATFORM=offscreen where a screenshot needs it).
+int PrepareEditor(int argc, char** argv, EditorOptions* options);
+/// Runs the editor in `app` with the options PrepareEditor read (theme, window, scripted
+/// options); returns the exit code.
+int RunEditor(QApplication& app, const EditorOptions& options);
 
 }  // namespace blockflow::editor

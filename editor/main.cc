@@ -4,7 +4,10 @@
 #include "editor/editor_main.h"
 
 int main(int argc, char** argv) {
-  if (const int code = blockflow::editor::PrepareEditor(argc, argv); code >= 0) return code;
+  blockflow::editor::EditorOptions options;
+  if (const int code = blockflow::editor::PrepareEditor(argc, argv, &options); code >= 0) {
+    return code;
+  }
   QApplication app(argc, argv);
-  return blockflow::editor::RunEditor(app);
+  return blockflow::editor::RunEditor(app, options);
 }
