@@ -57,25 +57,26 @@ BF_CONV_INLINE void WinoFilterPoints(const C* __restrict g, int64_t plane, int64
 
 // U[4i + j][c][k] = (G g G^T)[i][j] for the input channels [c0, c1) and output channels
 // [k0, k1), g the 3x3 filter of (c, k): w[(kh * 3 + kw) * cin * cout + c * cout + k] (HWIO);
-// point xi's plane at u + xi * us. With `stream`, each run of output channels is staged and
-// stored past the caches (PutRun): the same values.
+// point xi's value of (c, k) at u + xi * us + c * ldu + k - k0. With `stream`, each run of
+// output channels is staged and stored past the caches (PutRun): the same values.
 template <typename C, typename V, int P, int NV>
 BF_CONV_INLINE void WinoFilterT(const C* __restrict w, int64_t cin, int64_t cout, int64_t c0,
-                                int64_t c1, int64_t k0, int64_t k1, int64_t us, bool stream,
-                                C* __restrict u) {
+                                int64_t c1, int64_t k0, int64_t k1, int64_t us, int64_t ldu,
+                                bool stream, C* __restrict u) {
   const int64_t plane = cin * cout;
   alignas(64) C stage[kPoints][kStagedRun];
   for (int64_t c = c0; c < c1; ++c) {
     const C* g = w + c * cout;
-    C* uc = u + c * cout;
+    C* uc = u + c * ldu;  // column k of row c at uc + k - k0
     if (!stream) {
-      WinoFilterPoints(g + k0, plane, k1 - k0, us, uc + k0);
+      WinoFilterPoints(g + k0, plane, k1 - k0, us, uc);
       continue;
     }
     for (int64_t r0 = k0; r0 < k1; r0 += kStagedRun) {
       const int64_t run = std::min(kStagedRun, k1 - r0);
       WinoFilterPoints(g + r0, plane, run, kStagedRun, &stage[0][0]);
-      for (int xi = 0; xi < kPoints; ++xi) PutRun<V>(stage[xi], run, uc + xi * us + r0, true);
+      for (int xi = 0; xi < kPoints; ++xi)
+        PutRun<V>(stage[xi], run, uc + xi * us + (r0 - k0), true);
     }
   }
   if (stream) StreamFence();
@@ -211,7 +212,7 @@ BF_CONV_INLINE void WinoFilterGradT(const C* __restrict du, int64_t ldu, int64_t
 
 template <typename C>
 using WinoFilterFn = void (*)(const C*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                              int64_t, bool, C*);
+                              int64_t, int64_t, bool, C*);
 template <typename C>
 using WinoInputFn = void (*)(const C* const*, int64_t, int64_t, int64_t, int64_t, C*);
 template <typename C>
@@ -225,8 +226,8 @@ using WinoFilterGradFn = void (*)(const C*, int64_t, int64_t, int64_t, int64_t, 
 #define BF_WINO_FNS(C)                                                                        \
   BF_CONV_ISA_FNS(WinoFilter, WinoFilterT, C, WinoFilterFn<C>,                                \
                   (const C* w, int64_t cin, int64_t cout, int64_t c0, int64_t c1, int64_t k0, \
-                   int64_t k1, int64_t us, bool stream, C* u),                                \
-                  (w, cin, cout, c0, c1, k0, k1, us, stream, u))                              \
+                   int64_t k1, int64_t us, int64_t ldu, bool stream, C* u),                   \
+                  (w, cin, cout, c0, c1, k0, k1, us, ldu, stream, u))                         \
   BF_CONV_ISA_FNS(                                                                            \
       WinoInput, WinoInputT, C, WinoInputFn<C>,                                               \
       (const C* const* px, int64_t tiles, int64_t cin, int64_t vrow, int64_t vs, C* v),       \
@@ -321,9 +322,25 @@ std::pair<int64_t, int64_t> ColumnsOf(int64_t cout, int64_t nr, int t, int team)
 // threads took 1.15 of the time of the tiles split (100 calls paired), 256 -> 256 and 128 ->
 // 256 layers 1.08-1.10, where 512 output channels split two ways measured 0.98-1.03 and fc6's
 // 1024 0.95.
+// A large filter whose planes each thread reads once (one block of tiles a thread) is not
+// transformed into planes at all: the plan is fused, each thread transforming FusedColumns of
+// its columns at a time into a buffer of its own and multiplying its block by them right away,
+// so the planes (fc6's 32 MB) are never written to memory and read back. Its block's
+// transformed inputs are read again for every FusedColumns columns, which costs less than the
+// planes' write and read where the block has up to three times FusedColumns tiles. fc6's
+// forward (132 tiles a block), paired call by call on the Zen 5 EPYC, same bits: one thread
+// 0.91-0.95 of its time (against planes that the L3 kept), two threads 0.84-0.85 (0.76-0.81
+// against the planes stored past the caches, builds alternated). Fused by two panels of
+// columns, two threads measured 0.94; by a panel and a half (a partial panel), 1.2.
 constexpr int64_t kBlockTiles = 96, kMostTiles = 384, kWinoThreadColumns = 256;
+// The filter's columns a fused plan transforms at a time: one GEMM panel, or 256 bytes of
+// columns where panels are narrower (AVX2's 16 floats; 32 and 64 columns measured alike there).
+int64_t FusedColumns(const GemmTile& tile, size_t elem_size) {
+  return std::max<int64_t>(tile.nr, 256 / static_cast<int64_t>(elem_size));
+}
 struct WinoPlan {
   bool by_columns = false;  // the threads split the output channels, not the tiles
+  bool fused = false;       // each thread transforms its filter columns as it multiplies
   int64_t tb = 0;           // tiles per block, a multiple of the GEMM tile's rows
   int64_t blocks = 0;       // tb tiles each, the last fewer
 };
@@ -341,6 +358,8 @@ WinoPlan PlanWinograd(int64_t tiles, int64_t cin, int64_t cout, size_t elem_size
   const int64_t tb = (tiles + p.blocks - 1) / p.blocks;
   p.tb = (tb + tile.mr - 1) / tile.mr * tile.mr;
   p.blocks = (tiles + p.tb - 1) / p.tb;
+  const bool one_block = p.blocks <= sharing;  // a block of tiles a thread at most
+  p.fused = large && one_block && p.tb <= 3 * FusedColumns(tile, elem_size);
   return p;
 }
 
@@ -384,21 +403,27 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
   const int nt = ThreadsFor(ctx.num_threads, tiles * kPoints * plane, 1 << 18);
   const WinoPlan plan = PlanWinograd(tiles, cin, cout, sizeof(C), nt, tile);
   const int64_t tb = plan.tb;
-  // The transformed filter, shared; per thread the GEMM's workspace, a block's transformed
-  // inputs (16 x tb x cin) and products (16 x tb x its channels), and a row for the pixels past
-  // the output's edge.
-  const int64_t us = PointStride<C>(plane), vs = PointStride<C>(tb * cin);
-  WrittenFirst<C> u(kPoints * us, kSlotPackedFilter);
-  // The transformed filter stored past the caches where it outgrows half the shared L3, so that
-  // the GEMMs find it in memory anyway: fc6's 32 MB had been read in before each line was
-  // written. One pinned core, 60 calls paired: 0.951 of the forward's time, two threads 0.90.
-  // (Streamed whenever it passed 512 KB a thread, resnet_28x128's 1 MB measured 1.016: the
-  // GEMMs then read from memory what L2 and L3 had kept.)
+  // The transformed filter: shared, the threads transforming it whole before they multiply; or
+  // fused (PlanWinograd), `fused` columns at a time in a buffer of each thread's own. Per thread
+  // the GEMM's workspace, a block's transformed inputs (16 x tb x cin) and products (16 x tb x
+  // its channels), a row for the pixels past the output's edge, and the fused columns.
+  const int64_t vs = PointStride<C>(tb * cin);
+  const int64_t fused = FusedColumns(tile, sizeof(C));
+  const int64_t us = plan.fused ? PointStride<C>(cin * fused) : PointStride<C>(plane);
+  WrittenFirst<C> u(plan.fused ? 0 : kPoints * us, kSlotPackedFilter);
+  // The shared transformed filter stored past the caches where it outgrows half the shared L3,
+  // so that the GEMMs find it in memory anyway: fc6's 32 MB, before its plan was fused, had been
+  // read in before each line was written. One pinned core, 60 calls paired: 0.951 of the
+  // forward's time, two threads 0.90. (Streamed whenever it passed 512 KB a thread,
+  // resnet_28x128's 1 MB measured 1.016: the GEMMs then read from memory what L2 and L3 had
+  // kept.)
   const int64_t u_bytes = kPoints * us * static_cast<int64_t>(sizeof(C));
-  const bool stream = OutgrowsSharedCache(u_bytes, 2);
+  const bool stream = !plan.fused && OutgrowsSharedCache(u_bytes, 2);
   const int64_t gemm_work = WholeLines<C>(GemmWorkspaceElements(tile, sizeof(C)));
   const int64_t v_size = kPoints * vs, m_size = kPoints * PointStride<C>(tb * cout);
-  const int64_t per_thread = ThreadStride<C>(gemm_work + v_size + m_size + cout, nt);
+  const int64_t own_u = plan.fused ? kPoints * us : 0;
+  const int64_t per_thread =
+      ThreadStride<C>(gemm_work + v_size + m_size + WholeLines<C>(cout) + own_u, nt);
   WrittenFirst<C> work(nt * per_thread, kSlotGemmWork);
   PerThread<const C*> inputs(nt, tb * kPoints);
   PerThread<C*> outputs(nt, tb * kTileOut * kTileOut);
@@ -413,33 +438,43 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
     int64_t k0 = 0, k1 = cout, b0 = 0, b1 = plan.blocks;
     if (plan.by_columns) {
       std::tie(k0, k1) = ColumnsOf(cout, tile.nr, t, team);
-      filter(w, cin, cout, 0, cin, k0, k1, us, stream, u.data());
+      if (!plan.fused) filter(w, cin, cout, 0, cin, k0, k1, us, cout, stream, u.data() + k0);
     } else {
       b0 = plan.blocks * t / team;
       b1 = plan.blocks * (t + 1) / team;
-      filter(w, cin, cout, cin * t / team, cin * (t + 1) / team, 0, cout, us, stream, u.data());
+      if (!plan.fused) {
+        filter(w, cin, cout, cin * t / team, cin * (t + 1) / team, 0, cout, us, cout, stream,
+               u.data());
+      }
     }
-    TeamBarrier();
-    const int64_t kn = k1 - k0, ms = PointStride<C>(tb * kn);
+    if (!plan.fused) TeamBarrier();
     C* const gw = work.data() + t * per_thread;
     C* const v = gw + gemm_work;
     C* const m = v + v_size;
     C* const scratch = m + m_size;
+    C* const mine = scratch + WholeLines<C>(cout);  // the fused filter's columns
+    const int64_t step = plan.fused ? fused : k1 - k0;
     const C** px = inputs[t];
     C** py = outputs[t];
-    for (int64_t b = b0; b < b1 && kn > 0 && !ctx.cancelled(); ++b) {
+    for (int64_t b = b0; b < b1 && k1 > k0 && !ctx.cancelled(); ++b) {
       const int64_t t0 = b * tb, count = std::min(tb, tiles - t0);
-      for (int64_t i = 0; i < count; ++i) {
-        grid.Inputs(t0 + i, x, zeros.data(), px + i * kPoints);
-        grid.Outputs(t0 + i, y + k0, scratch, py + i * kTileOut * kTileOut);
-      }
+      for (int64_t i = 0; i < count; ++i) grid.Inputs(t0 + i, x, zeros.data(), px + i * kPoints);
       input(px, count, cin, cin, vs, v);
-      for (int64_t xi = 0; xi < kPoints; ++xi) {
-        GemmRows(MatrixView<C>::Dense(v + xi * vs, cin, cin, false),
-                 MatrixView<C>::Dense(u.data() + xi * us + k0, cout, kn, false), 0, count, kn, cin,
-                 m + xi * ms, kn, gw, tile, ctx);
+      for (int64_t j0 = k0; j0 < k1; j0 += step) {
+        const int64_t kn = std::min(step, k1 - j0), ms = PointStride<C>(tb * kn);
+        // Column j0 of U: in the shared planes (rows cout apart), or fused in mine (kn apart).
+        const int64_t ldu = plan.fused ? kn : cout;
+        const C* const uj = plan.fused ? mine : u.data() + j0;
+        if (plan.fused) filter(w, cin, cout, 0, cin, j0, j0 + kn, us, kn, false, mine);
+        for (int64_t i = 0; i < count; ++i)
+          grid.Outputs(t0 + i, y + j0, scratch, py + i * kTileOut * kTileOut);
+        for (int64_t xi = 0; xi < kPoints; ++xi) {
+          GemmRows(MatrixView<C>::Dense(v + xi * vs, cin, cin, false),
+                   MatrixView<C>::Dense(uj + xi * us, ldu, kn, false), 0, count, kn, cin,
+                   m + xi * ms, kn, gw, tile, ctx);
+        }
+        output(m, count, kn, ms, py);
       }
-      output(m, count, kn, ms, py);
     }
   });
 }

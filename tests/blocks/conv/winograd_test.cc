@@ -43,6 +43,15 @@ std::vector<Problem> WinogradProblems() {
       // threads' own, so two or three threads split the output channels (SplitsColumns); the
       // forward's two threads split them too (256 and 264: a partial panel).
       {"NHWC", "VALID", 1, 4, 5, 256, 520},
+      // 256 tiles of a transformed filter past half of L2 (16 x 96 x 160 floats): on one thread
+      // a block of 258 tiles reading the whole transformed filter, on two and three threads a
+      // block a thread, each transforming its filter's columns as it multiplies (a fused plan;
+      // the two layers above are fused at every thread count).
+      {"NHWC", "SAME", 1, 32, 31, 96, 160},
+      // A transformed filter of 16 x 32 x 520 floats whose threads split the output channels
+      // from two threads on, reading them from the one they share: 200 tiles, a block too large
+      // for a fused plan (on three threads, a block a thread, fused).
+      {"NHWC", "SAME", 2, 20, 20, 32, 520},
   };
   std::vector<Problem> out;
   for (const Case& c : cases) {
@@ -193,10 +202,10 @@ TEST(Winograd, MatchesTheReferenceAtEveryIsa) {
       }
     }
   }
-  // Every problem's forward and filter gradient and three problems' input gradients (not the
+  // Every problem's forward and filter gradient and five problems' input gradients (not the
   // over-padded one's, nor those of the VALID layers, whose padded input gradients would need as
   // many products as the direct kernels or more), in two dtypes.
-  EXPECT_EQ(runs, (2 * static_cast<int>(WinogradProblems().size()) + 3) * 2);
+  EXPECT_EQ(runs, (2 * static_cast<int>(WinogradProblems().size()) + 5) * 2);
   EXPECT_EQ(checked, runs * 3 * 2);
   EXPECT_EQ(differed, runs);
 }
@@ -246,27 +255,31 @@ TEST(Winograd, SameBitsPerThreadCountAndAtAvx2AndAvx512) {
       ++ops;
     }
   }
-  // Every problem's forward and filter gradient, and three problems' input gradients.
-  EXPECT_EQ(ops, 2 * static_cast<int>(WinogradProblems().size()) + 3);
+  // Every problem's forward and filter gradient, and five problems' input gradients.
+  EXPECT_EQ(ops, 2 * static_cast<int>(WinogradProblems().size()) + 5);
 }
 
 // The filter gradient stores a dw past kStreamShareBytes a thread past the caches where the
-// shared L3 would not keep it, and the forward its transformed filter where that outgrows half
-// of the L3 (both with an L3 of one byte here, on any host): the same bits as stored plainly (an
-// L3 that keeps everything), within rounding of the reference, at 1, 2 and 3 threads, in
-// float32 and float64. 256 x 520 channels: a dw of 4.8 and 9.6 MB and a transformed filter of
-// 8.5 and 17 MB, whose threads split the channels from two threads on (both stage runs of 64
-// output channels and stream those that start on a whole line and fill whole lines: each row's
-// last run of 8 values is stored plainly in float32; in the forward, rows of 520 channels start
-// on a whole line every other input channel). 96 x 200: 0.7 and 1.4 MB, the filter
-// gradient's threads splitting the tiles: streamed on one thread, and on two in float64. (Only
-// AVX-512 streams: on a host without it, this checks the plain stores.)
+// shared L3 would not keep it, and the forward a shared transformed filter where that outgrows
+// half of the L3 (both with an L3 of one byte here, on any host): the same bits as stored plainly
+// (an L3 that keeps everything), within rounding of the reference, at 1, 2 and 3 threads, in
+// float32 and float64. 256 x 520 channels: a dw of 4.8 and 9.6 MB, whose threads split the
+// channels from two threads on (staged in runs of 64 output channels, streamed where a run
+// starts on a whole line and fills whole lines: each row's last run of 8 values is stored
+// plainly in float32). 96 x 200: 0.7 and 1.4 MB, the filter gradient's threads splitting the
+// tiles: streamed on one thread, and on two in float64. The forwards of those two layers are
+// fused (no transformed filter stored); the 32 x 31 layer's forward stores its transformed
+// filter (1 MB, in float64 2 MB) where its plan is not fused: on one thread, and on two in
+// float64; the 32 x 520 layer's on one and two threads, the two transforming 256 and 264 output
+// channels each. (Only AVX-512 streams: on a host without it, this checks the plain stores.)
 TEST(Winograd, LargeBuffersStoredPastTheCachesKeepTheirBits) {
   const WinogradSetting restore(true);
   std::mt19937_64 rng(91);
   int compared = 0;
   for (const Problem& p : {DenseProblem("NHWC", "VALID", 1, 4, 5, 256, 520, 3, 3),
-                           DenseProblem("NHWC", "SAME", 2, 6, 7, 96, 200, 3, 3)}) {
+                           DenseProblem("NHWC", "SAME", 2, 6, 7, 96, 200, 3, 3),
+                           DenseProblem("NHWC", "SAME", 1, 32, 31, 96, 160, 3, 3),
+                           DenseProblem("NHWC", "SAME", 2, 20, 20, 32, 520, 3, 3)}) {
     Expected<Resolved> r = Resolve(p);
     ASSERT_TRUE(r.ok()) << p.ToString() << ": " << r.status().message();
     for (ConvOp op : {ConvOp::kForward, ConvOp::kBackpropFilter})
@@ -299,7 +312,7 @@ TEST(Winograd, LargeBuffersStoredPastTheCachesKeepTheirBits) {
       }
     }
   }
-  EXPECT_EQ(compared, 2 * 2 * 2 * 3);
+  EXPECT_EQ(compared, 4 * 2 * 2 * 3);
 }
 
 }  // namespace
