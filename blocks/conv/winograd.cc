@@ -322,17 +322,19 @@ std::pair<int64_t, int64_t> ColumnsOf(int64_t cout, int64_t nr, int t, int team)
 // threads took 1.15 of the time of the tiles split (100 calls paired), 256 -> 256 and 128 ->
 // 256 layers 1.08-1.10, where 512 output channels split two ways measured 0.98-1.03 and fc6's
 // 1024 0.95.
-// A large filter whose planes each thread reads once (one block of tiles a thread) is not
-// transformed into planes at all: the plan is fused, each thread transforming FusedColumns of
-// its columns at a time into a buffer of its own and multiplying its block by them right away,
-// so the planes (fc6's 32 MB) are never written to memory and read back. Its block's
-// transformed inputs are read again for every FusedColumns columns, which costs less than the
-// planes' write and read where the block has up to three times FusedColumns tiles. fc6's
-// forward (132 tiles a block), paired call by call on the Zen 5 EPYC, same bits: one thread
-// 0.91-0.95 of its time (against planes that the L3 kept), two threads 0.84-0.85 (0.76-0.81
-// against the planes stored past the caches, builds alternated). Fused by two panels of
-// columns, two threads measured 0.94; by a panel and a half (a partial panel), 1.2.
+// A large filter whose planes each thread reads once (one block of tiles a thread, of at most
+// kFusedMostTiles) is not transformed into planes at all: the plan is fused, each thread
+// transforming FusedColumns of its columns at a time into a buffer of its own and multiplying
+// its block by them right away, so the planes (fc6's 32 MB) are never written to memory and read
+// back; its block's transformed inputs are read again for every FusedColumns columns instead.
+// fc6's forward (132 tiles a block), paired call by call on the Zen 5 EPYC, same bits: one
+// thread 0.91-0.95 of its time (against planes that the L3 kept), two threads 0.84-0.85
+// (0.76-0.81 against the planes stored past the caches, builds alternated); in float64 0.92 and
+// 0.83. Blocks of 258 tiles (fc6 at batch 64, one thread) measured 1.12: the inputs' reads then
+// cost more. Fused by two panels of columns, two threads measured 0.94; by a panel and a half (a
+// partial panel), 1.2.
 constexpr int64_t kBlockTiles = 96, kMostTiles = 384, kWinoThreadColumns = 256;
+constexpr int64_t kFusedMostTiles = 192;
 // The filter's columns a fused plan transforms at a time: one GEMM panel, or 256 bytes of
 // columns where panels are narrower (AVX2's 16 floats; 32 and 64 columns measured alike there).
 int64_t FusedColumns(const GemmTile& tile, size_t elem_size) {
@@ -359,7 +361,7 @@ WinoPlan PlanWinograd(int64_t tiles, int64_t cin, int64_t cout, size_t elem_size
   p.tb = (tb + tile.mr - 1) / tile.mr * tile.mr;
   p.blocks = (tiles + p.tb - 1) / p.tb;
   const bool one_block = p.blocks <= sharing;  // a block of tiles a thread at most
-  p.fused = large && one_block && p.tb <= 3 * FusedColumns(tile, elem_size);
+  p.fused = large && one_block && p.tb <= kFusedMostTiles;
   return p;
 }
 

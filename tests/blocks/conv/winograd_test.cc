@@ -269,9 +269,9 @@ TEST(Winograd, SameBitsPerThreadCountAndAtAvx2AndAvx512) {
 // plainly in float32). 96 x 200: 0.7 and 1.4 MB, the filter gradient's threads splitting the
 // tiles: streamed on one thread, and on two in float64. The forwards of those two layers are
 // fused (no transformed filter stored); the 32 x 31 layer's forward stores its transformed
-// filter (1 MB, in float64 2 MB) where its plan is not fused: on one thread, and on two in
-// float64; the 32 x 520 layer's on one and two threads, the two transforming 256 and 264 output
-// channels each. (Only AVX-512 streams: on a host without it, this checks the plain stores.)
+// filter (1 MB, in float64 2 MB) where its plan is not fused, on one thread; the 32 x 520
+// layer's on one and two threads, the two transforming 256 and 264 output channels each. (Only
+// AVX-512 streams: on a host without it, this checks the plain stores.)
 TEST(Winograd, LargeBuffersStoredPastTheCachesKeepTheirBits) {
   const WinogradSetting restore(true);
   std::mt19937_64 rng(91);
