@@ -36,21 +36,21 @@ std::vector<Problem> WinogradProblems() {
       {"NHWC", "SAME", 3, 30, 31, 32, 64},                // 720 tiles: several blocks per thread
       {"NHWC", "VALID", 1, 4, 4, 40, 36},                 // 2 x 2 outputs: one tile
       // A transformed filter past half of a 1 MB L2 (16 x 96 x 160 floats) whose 160 output
-      // channels are too few to split (256 a thread): the threads split the tiles, each reading
-      // the whole filter.
+      // channels are too few to split (256 a thread): the threads split the tiles, each
+      // transforming the whole filter as it multiplies its block (a fused plan).
       {"NHWC", "VALID", 2, 5, 6, 96, 160},
       // Filter-gradient sums of 8.5 MB (16 x 256 x 520 floats): more than 16 MB for two
       // threads' own, so two or three threads split the output channels (SplitsColumns); the
       // forward's two threads split them too (256 and 264: a partial panel).
       {"NHWC", "VALID", 1, 4, 5, 256, 520},
-      // 256 tiles of a transformed filter past half of L2 (16 x 96 x 160 floats): on one thread
-      // a block of 258 tiles reading the whole transformed filter, on two and three threads a
-      // block a thread, each transforming its filter's columns as it multiplies (a fused plan;
-      // the two layers above are fused at every thread count).
-      {"NHWC", "SAME", 1, 32, 31, 96, 160},
-      // A transformed filter of 16 x 32 x 520 floats whose threads split the output channels
-      // from two threads on, reading them from the one they share: 200 tiles, a block too large
-      // for a fused plan (on three threads, a block a thread, fused).
+      // 256 tiles of a transformed filter past half of a 1 or 2 MB L2 (16 x 96 x 176 floats): on
+      // one thread a block of 258 tiles reading the whole transformed filter, on two and three
+      // threads a block a thread, each transforming its filter's columns as it multiplies (a
+      // fused plan; the two layers above are fused at every thread count).
+      {"NHWC", "SAME", 1, 32, 31, 96, 176},
+      // A transformed filter of 16 x 32 x 520 floats whose two threads split the output
+      // channels, reading them from the one they share: 200 tiles, a block too large for a fused
+      // plan (three threads split the tiles, a block a thread, fused).
       {"NHWC", "SAME", 2, 20, 20, 32, 520},
   };
   std::vector<Problem> out;
@@ -269,7 +269,7 @@ TEST(Winograd, SameBitsPerThreadCountAndAtAvx2AndAvx512) {
 // plainly in float32). 96 x 200: 0.7 and 1.4 MB, the filter gradient's threads splitting the
 // tiles: streamed on one thread, and on two in float64. The forwards of those two layers are
 // fused (no transformed filter stored); the 32 x 31 layer's forward stores its transformed
-// filter (1 MB, in float64 2 MB) where its plan is not fused, on one thread; the 32 x 520
+// filter (1.1 MB, in float64 2.2 MB) where its plan is not fused, on one thread; the 32 x 520
 // layer's on one and two threads, the two transforming 256 and 264 output channels each. (Only
 // AVX-512 streams: on a host without it, this checks the plain stores.)
 TEST(Winograd, LargeBuffersStoredPastTheCachesKeepTheirBits) {
@@ -278,7 +278,7 @@ TEST(Winograd, LargeBuffersStoredPastTheCachesKeepTheirBits) {
   int compared = 0;
   for (const Problem& p : {DenseProblem("NHWC", "VALID", 1, 4, 5, 256, 520, 3, 3),
                            DenseProblem("NHWC", "SAME", 2, 6, 7, 96, 200, 3, 3),
-                           DenseProblem("NHWC", "SAME", 1, 32, 31, 96, 160, 3, 3),
+                           DenseProblem("NHWC", "SAME", 1, 32, 31, 96, 176, 3, 3),
                            DenseProblem("NHWC", "SAME", 2, 20, 20, 32, 520, 3, 3)}) {
     Expected<Resolved> r = Resolve(p);
     ASSERT_TRUE(r.ok()) << p.ToString() << ": " << r.status().message();
