@@ -408,8 +408,7 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
   // The transformed filter: shared, the threads transforming it whole before they multiply; or
   // fused (PlanWinograd), `fused` columns at a time in a buffer of each thread's own. Per thread
   // the GEMM's workspace, a block's transformed inputs (16 x tb x cin) and products (16 x tb x
-  // the channels multiplied at once), a row for the pixels past the output's edge, and the fused
-  // columns.
+  // its channels), a row for the pixels past the output's edge, and the fused columns.
   const int64_t vs = PointStride<C>(tb * cin);
   const int64_t fused = FusedColumns(tile, sizeof(C));
   const int64_t us = plan.fused ? PointStride<C>(cin * fused) : PointStride<C>(plane);
@@ -423,8 +422,11 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
   const int64_t u_bytes = kPoints * us * static_cast<int64_t>(sizeof(C));
   const bool stream = !plan.fused && OutgrowsSharedCache(u_bytes, 2);
   const int64_t gemm_work = WholeLines<C>(GemmWorkspaceElements(tile, sizeof(C)));
-  const int64_t widest = plan.fused ? std::min(fused, cout) : cout;  // columns multiplied at once
-  const int64_t v_size = kPoints * vs, m_size = kPoints * PointStride<C>(tb * widest);
+  // Room for the products of every column, fused or not: fused, only the first panel's is
+  // written (its pages alone are touched), and products room for a panel alone, which moves the
+  // fused columns nearer, measured 2-4% slower on fc6's forward (one and two threads, builds
+  // alternated).
+  const int64_t v_size = kPoints * vs, m_size = kPoints * PointStride<C>(tb * cout);
   const int64_t own_u = plan.fused ? kPoints * us : 0;
   const int64_t per_thread =
       ThreadStride<C>(gemm_work + v_size + m_size + WholeLines<C>(cout) + own_u, nt);
