@@ -444,16 +444,16 @@ void WinogradRun(const ConvGeometry& g, const C* x, const C* w, C* y, const Kern
     int64_t k0 = 0, k1 = cout, b0 = 0, b1 = plan.blocks;
     if (plan.by_columns) {
       std::tie(k0, k1) = ColumnsOf(cout, tile.nr, t, team);
-      if (!plan.fused) filter(w, cin, cout, 0, cin, k0, k1, us, cout, stream, u.data() + k0);
     } else {
       b0 = plan.blocks * t / team;
       b1 = plan.blocks * (t + 1) / team;
-      if (!plan.fused) {
-        filter(w, cin, cout, cin * t / team, cin * (t + 1) / team, 0, cout, us, cout, stream,
-               u.data());
-      }
     }
-    if (!plan.fused) TeamBarrier();
+    if (!plan.fused) {  // the shared planes: each thread its columns, or its input channels
+      const int64_t c0 = plan.by_columns ? 0 : cin * t / team;
+      const int64_t c1 = plan.by_columns ? cin : cin * (t + 1) / team;
+      filter(w, cin, cout, c0, c1, k0, k1, us, cout, stream, u.data() + k0);
+      TeamBarrier();
+    }
     C* const gw = work.data() + t * per_thread;
     C* const v = gw + gemm_work;
     C* const m = v + v_size;
