@@ -34,15 +34,33 @@ Isa ActiveIsa();
 void SetIsaForTesting(Isa isa);
 /// "base", "avx2", "avx512".
 const char* IsaName(Isa isa);
-/// Bytes of a core's L1 data cache (level 1), its L2 cache (level 2) or the last-level cache its
-/// socket shares (level 3): as Linux describes CPU 0's caches (CacheBytesIn), else as the C
-/// library reads them from the CPU, read once; `fallback` when neither knows. (On the AVX-512
-/// EPYC guest the C library gave the L3 as 320 MB, Linux and lscpu as the 32 MB it has.)
+/// Bytes of a core's L1 data cache (level 1), its L2 cache (level 2) or the last-level cache it
+/// shares with its neighbours (level 3): as Linux describes CPU 0's caches (CacheBytesIn), else
+/// as the CPU does (the L3 through CoreL3Bytes), read once; `fallback` when neither knows.
 int64_t CacheBytes(int level, int64_t fallback);
 /// The size of the data or unified cache of `level` in a directory laid out as Linux's
 /// /sys/devices/system/cpu/cpuN/cache: subdirectories index0, index1, ... each with the files
 /// `level`, `type` and `size` ("32K", "32768K", "2M"). 0 when there is none.
 int64_t CacheBytesIn(const std::string& dir, int level);
+
+/// What a CPU says of its L3, for hosts where Linux does not describe the caches.
+struct CpuL3 {
+  bool amd = false;
+  int family = 0;              // CPUID's family, the extended family added (Zen 2: 0x17)
+  int64_t topology_bytes = 0;  // the L3 in AMD's cache topology (CPUID 0x8000001D), 0: none
+  int64_t reported_bytes = 0;  // the L3 the C library reads (sysconf)
+};
+/// The L3 a core shares: the topology's where the CPU has one; on AMD's Zen without it, the
+/// reported L3 (the whole package's, CPUID 0x80000006: 508 MB on the AVX-512 EPYC guest, whose
+/// cores share a 32 MB L3) at most one core complex's: 16 MB in family 0x17 (Zen 2's; Zen's is
+/// 8 MB), 32 MB from Zen 3 on (without stacked cache); elsewhere the reported one (Intel's L3 is
+/// the socket's).
+int64_t CoreL3Bytes(const CpuL3& cpu);
+/// The bytes of the cache a subleaf of AMD's cache topology (CPUID 0x8000001D) describes: EBX
+/// holds its ways, partitions and line size, each less one; ECX its sets less one.
+int64_t AmdTopologyCacheBytes(uint32_t ebx, uint32_t ecx);
+/// This CPU's CpuL3, from CPUID and the C library (all zero off x86-64).
+CpuL3 HostCpuL3();
 /// Whether plain stores keep a result in the shared L3 for the op that reads it next (and for
 /// the next call of the same op): as measured on Intel's cores, and not on AMD's (the figures
 /// are in isa.cc).

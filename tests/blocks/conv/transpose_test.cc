@@ -100,10 +100,52 @@ TEST(CacheSizes, ReadFromLinuxLayout) {
   write_index(1, "3", "Unified", "12582912");
   EXPECT_EQ(CacheBytesIn(dir.string(), 3), 12582912);
   std::filesystem::remove_all(dir);
-  // The host's own: where Linux describes it, CacheBytes takes Linux's size.
+  // The host's own: where Linux describes it, CacheBytes takes Linux's size, else the CPU's.
   const int64_t linux_l3 = CacheBytesIn("/sys/devices/system/cpu/cpu0/cache", 3);
-  if (linux_l3 > 0) {
-    EXPECT_EQ(CacheBytes(3, 0), linux_l3);
+  EXPECT_EQ(CacheBytes(3, 0), linux_l3 > 0 ? linux_l3 : CoreL3Bytes(HostCpuL3()));
+}
+
+// Without Linux's description, the L3 a core shares: AMD's cache topology where the CPU has
+// one; on Zen without it, the package's L3 the C library reports cut to one core complex's;
+// elsewhere the reported one; 0 (unknown) stays 0.
+TEST(CacheSizes, CoreL3FromTheCpu) {
+  constexpr int64_t kMb = int64_t{1} << 20;
+  const auto l3 = [](bool amd, int family, int64_t topology, int64_t reported) {
+    return CoreL3Bytes({amd, family, topology, reported});
+  };
+  EXPECT_EQ(l3(true, 0x1a, 32 * kMb, 508 * kMb), 32 * kMb);   // the topology's
+  EXPECT_EQ(l3(true, 0x19, 96 * kMb, 1152 * kMb), 96 * kMb);  // stacked cache
+  EXPECT_EQ(l3(true, 0x1a, 0, 508 * kMb), 32 * kMb);          // the AVX-512 EPYC guest
+  EXPECT_EQ(l3(true, 0x19, 0, 16 * kMb), 16 * kMb);           // reported below a complex's
+  EXPECT_EQ(l3(true, 0x17, 0, 64 * kMb), 16 * kMb);           // Zen 2
+  EXPECT_EQ(l3(true, 0x15, 0, 8 * kMb), 8 * kMb);             // before Zen: as reported
+  EXPECT_EQ(l3(false, 0x6, 0, 105 * kMb), 105 * kMb);         // Intel: the socket's
+  EXPECT_EQ(l3(true, 0x1a, 0, 0), 0);                         // unknown
+  // A topology subleaf's registers: 16 ways, 1 partition, 64-byte lines, 32768 sets (a Zen 4
+  // L3); 12 ways, 64-byte lines, 64 sets (a 48 KB L1).
+  EXPECT_EQ(AmdTopologyCacheBytes(0x03c0003f, 0x7fff), 32 * kMb);
+  EXPECT_EQ(AmdTopologyCacheBytes(0x02c0003f, 0x3f), int64_t{48} << 10);
+  EXPECT_EQ(AmdTopologyCacheBytes(0x0000103f, 0), 128);  // 2 partitions of a 64-byte line
+  // The host's: vendor and family as Linux reads them too (/proc/cpuinfo, where there is one);
+  // AMD's Zen never above a complex without topology.
+  const CpuL3 host = HostCpuL3();
+#if defined(__x86_64__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, vendor;
+  int family = -1;
+  while ((vendor.empty() || family < 0) && std::getline(cpuinfo, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || colon + 2 > line.size()) continue;
+    if (line.rfind("vendor_id", 0) == 0) vendor = line.substr(colon + 2);
+    if (line.rfind("cpu family", 0) == 0) family = std::stoi(line.substr(colon + 2));
+  }
+  if (family >= 0) {
+    EXPECT_EQ(host.family, family);
+    EXPECT_EQ(host.amd, vendor == "AuthenticAMD") << vendor;
+  }
+#endif
+  if (host.amd && host.family >= 0x19 && host.topology_bytes == 0) {
+    EXPECT_LE(CoreL3Bytes(host), 32 * kMb);
   }
 }
 
