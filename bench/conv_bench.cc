@@ -33,6 +33,7 @@
 
 #include "bench/shape_suite.h"
 #include "blocks/conv/conv_kernels.h"
+#include "blocks/conv/isa.h"
 #include "core/tensor.h"
 
 namespace blockflow::conv {
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
   if (blockflow::conv::RegisterSuite(shapes, threads, dtype, batch) != 0) return 1;
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("dtype", std::string(blockflow::DTypeName(dtype)));
+  benchmark::AddCustomContext("kernel_caches", blockflow::conv::internal::CacheSummary());
   if (batch > 0) benchmark::AddCustomContext("batch", std::to_string(batch));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

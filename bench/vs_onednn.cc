@@ -72,6 +72,7 @@
 
 #include "bench/shape_suite.h"
 #include "blocks/conv/conv_kernels.h"
+#include "blocks/conv/isa.h"
 #include "core/team.h"
 #include "core/tensor.h"
 
@@ -761,6 +762,7 @@ int Main(const Options& opt) {
     std::printf("  %d thread%s median %.1f GFLOP/s (%.1f-%.1f)", t, t > 1 ? "s" : "", Median(p),
                 *std::min_element(p.begin(), p.end()), *std::max_element(p.begin(), p.end()));
   }
+  std::printf("\nCaches as blockflow's kernels take them: %s\n", internal::CacheSummary().c_str());
   std::printf("\nRatios of %s, %s of %d rounds, blockflow / oneDNN (below 1: blockflow faster)\n\n",
               clock_name, opt.best ? "the best" : "the median", opt.rounds);
   std::printf(
@@ -802,6 +804,7 @@ int Main(const Options& opt) {
                           std::to_string(dnnl::version()->minor) + "." +
                           std::to_string(dnnl::version()->patch);
     j["fma_peak_isa"] = PeakIsa();
+    j["caches"] = internal::CacheSummary();
     for (const Row& r : rows) {
       j["results"].push_back({{"shape", r.shape},
                               {"op", r.op},

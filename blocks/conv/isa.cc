@@ -14,6 +14,8 @@
 #include <fstream>
 #include <string>
 
+#include "core/limits.h"
+
 namespace blockflow::conv::internal {
 namespace {
 
@@ -88,6 +90,9 @@ void Transpose8x8Avx2(const float* src, int64_t src_stride, float* dst, int64_t 
 }
 #endif
 
+// Where Linux describes CPU 0's caches.
+constexpr char kLinuxCaches[] = "/sys/devices/system/cpu/cpu0/cache";
+
 int64_t CacheBytesIn(const std::string& dir, int level) {
   for (int i = 0;; ++i) {
     const std::string index = dir + "/index" + std::to_string(i) + "/";
@@ -149,7 +154,7 @@ CpuL3 HostCpuL3() {
 
 int64_t CacheBytes(int level, int64_t fallback) {
   const auto read = [](int l, int name) -> int64_t {
-    const int64_t linux_bytes = CacheBytesIn("/sys/devices/system/cpu/cpu0/cache", l);
+    const int64_t linux_bytes = CacheBytesIn(kLinuxCaches, l);
     if (linux_bytes > 0) return linux_bytes;
     return l == 3 ? CoreL3Bytes(HostCpuL3()) : std::max<long>(0, sysconf(name));
   };
@@ -158,6 +163,18 @@ int64_t CacheBytes(int level, int64_t fallback) {
   static const int64_t l3 = read(3, _SC_LEVEL3_CACHE_SIZE);
   const int64_t known = level == 1 ? l1 : level == 2 ? l2 : level == 3 ? l3 : 0;
   return known > 0 ? known : fallback;
+}
+
+std::string CacheSummary() {
+  std::string summary;
+  for (int level = 1; level <= 3; ++level) {
+    const int64_t bytes = CacheBytes(level, 0);
+    summary += (level > 1 ? ", L" : "L") + std::to_string(level) + " " +
+               (bytes > 0 ? FormatBytes(static_cast<long double>(bytes)) : "unknown");
+  }
+  const bool linux_describes = CacheBytesIn(kLinuxCaches, 1) > 0;
+  return summary +
+         (linux_describes ? " (as Linux describes them)" : " (the CPU's; Linux describes none)");
 }
 
 namespace {

@@ -38,6 +38,9 @@ const char* IsaName(Isa isa);
 /// shares with its neighbours (level 3): as Linux describes CPU 0's caches (CacheBytesIn), else
 /// as the CPU does (the L3 through CoreL3Bytes), read once; `fallback` when neither knows.
 int64_t CacheBytes(int level, int64_t fallback);
+/// The caches as the kernels take them (CacheBytes), for benchmark reports: "L1 48.0 KiB, L2
+/// 1.0 MiB, L3 32.0 MiB (the CPU's; Linux describes none)", "unknown" for a size not known.
+std::string CacheSummary();
 /// The size of the data or unified cache of `level` in a directory laid out as Linux's
 /// /sys/devices/system/cpu/cpuN/cache: subdirectories index0, index1, ... each with the files
 /// `level`, `type` and `size` ("32K", "32768K", "2M"). 0 when there is none.

@@ -15,6 +15,7 @@
 #include "blocks/conv/layout.h"
 #include "blocks/conv/optimized_util.h"
 #include "core/dtype.h"
+#include "core/limits.h"
 
 namespace blockflow::conv::internal {
 namespace {
@@ -147,6 +148,22 @@ TEST(CacheSizes, CoreL3FromTheCpu) {
   if (host.amd && host.family >= 0x19 && host.topology_bytes == 0) {
     EXPECT_LE(CoreL3Bytes(host), 32 * kMb);
   }
+}
+
+// The benchmarks' report of the caches names each level's size as the kernels take it, and
+// where the sizes come from.
+TEST(CacheSizes, SummaryNamesEachLevelAndItsSource) {
+  const std::string summary = CacheSummary();
+  for (int level = 1; level <= 3; ++level) {
+    const int64_t bytes = CacheBytes(level, 0);
+    const std::string part = "L" + std::to_string(level) + " " +
+                             (bytes > 0 ? FormatBytes(static_cast<long double>(bytes)) : "unknown");
+    EXPECT_NE(summary.find(part), std::string::npos) << summary << " lacks " << part;
+  }
+  const bool linux_describes = CacheBytesIn("/sys/devices/system/cpu/cpu0/cache", 1) > 0;
+  EXPECT_NE(summary.find(linux_describes ? "as Linux describes" : "Linux describes none"),
+            std::string::npos)
+      << summary;
 }
 
 TEST(SharedCache, OperandsOutgrowAShareOfTheL3) {
