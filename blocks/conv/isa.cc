@@ -110,13 +110,17 @@ int64_t CacheBytesIn(const std::string& dir, int level) {
   }
 }
 
-// Where Linux did not describe the caches, the AVX-512 EPYC guest's C library gave the L3 as
-// 508 MB, and no operand outgrew it: the depthwise sweeps past the 32 MB its cores share
-// prefetched no rows ahead (PrefetchesRowsAhead). Paired calls, the L3 as 32 MB against 508 MB,
-// one pinned core: float64 forward and input gradient of mnv2_dw_56x144 (58 MB) 0.74-0.76 of
-// the time, mnv1_dw4_56x128 0.81-0.83, mnv1_dw1_112x32 0.85-0.90; float32 at batch 16 (51-58
-// MB) 0.63-0.72, two threads 0.86-0.88 on mnv2_dw_56x144 and 1.07-1.14 on mnv1_dw1; at batch
-// 32, two threads, 0.66-0.71. The suite's float32 layers (under 32 MB) within 5% either way.
+// Where Linux did not describe the caches, the AVX-512 EPYC guest's CPUID 0x80000006 (and its
+// C library, which reads it) gave the L3 as 508 MB, and no operand outgrew it. At 32 MB, the L3
+// its cores share, the depthwise sweeps of operands past it prefetch rows ahead, the depthwise
+// tiles of operands past 8 MB prefetch their next result row, and the Winograd forward streams a
+// shared transformed filter past 16 MB (PrefetchesRowsAhead, winograd.cc). Paired calls, 32 MB
+// against 508 MB, one pinned core: float64 forward and input gradient of mnv2_dw_56x144 (58 MB)
+// 0.74-0.76 of the time, mnv1_dw4_56x128 0.81-0.83, mnv1_dw1_112x32 0.85-0.90; float32 at batch
+// 16 (51-58 MB) 0.63-0.72; at batch 32, two threads, 0.66-0.71. Slower: float32 at batch 16 on
+// two threads, mnv1_dw1 1.07-1.14 (mnv2_dw_56x144 0.86-0.88). The suite's float32 layers (the
+// tiles of its stride-2 and 5x5 layers among them) within 5% either way; the Winograd forwards
+// of 14 x 14 x 512 -> 512 (batch 8) and 7 x 7 x 1024 -> 1024 (batch 16) 0.97-0.99.
 int64_t CoreL3Bytes(const CpuL3& cpu) {
   if (cpu.topology_bytes > 0) return cpu.topology_bytes;
   if (!cpu.amd || cpu.family < 0x17) return cpu.reported_bytes;
@@ -125,8 +129,10 @@ int64_t CoreL3Bytes(const CpuL3& cpu) {
 }
 
 int64_t AmdTopologyCacheBytes(uint32_t ebx, uint32_t ecx) {
-  return int64_t{((ebx >> 22) & 0x3ff) + 1} * (((ebx >> 12) & 0x3ff) + 1) * ((ebx & 0xfff) + 1) *
-         (int64_t{ecx} + 1);
+  const int64_t line_ways = int64_t{((ebx >> 22) & 0x3ff) + 1} * (((ebx >> 12) & 0x3ff) + 1) *
+                            ((ebx & 0xfff) + 1);  // at most 2^32
+  int64_t bytes = 0;
+  return __builtin_mul_overflow(line_ways, int64_t{ecx} + 1, &bytes) ? 0 : bytes;
 }
 
 CpuL3 HostCpuL3() {
@@ -139,8 +145,16 @@ CpuL3 HostCpuL3() {
   if (__get_cpuid(1, &a, &b, &c, &d) == 0) return cpu;
   const int base_family = static_cast<int>((a >> 8) & 0xf);
   cpu.family = base_family == 0xf ? base_family + static_cast<int>((a >> 20) & 0xff) : base_family;
+  if (!cpu.amd) return cpu;
+  // AMD's L3 as CPUID 0x80000006 gives it (EDX's bits 31:18, in 512 KB), read here rather than
+  // through the C library, whose later versions read only the topology below.
+  const unsigned max_extended = __get_cpuid_max(0x80000000, nullptr);
+  if (max_extended >= 0x80000006 && __get_cpuid(0x80000006, &a, &b, &c, &d) != 0 &&
+      (d >> 18) != 0) {
+    cpu.reported_bytes = int64_t{d >> 18} * (int64_t{512} << 10);
+  }
   // AMD's cache topology: a subleaf per cache, EAX's type (0: no more) and level.
-  if (!cpu.amd || __get_cpuid_max(0x80000000, nullptr) < 0x8000001d) return cpu;
+  if (max_extended < 0x8000001d) return cpu;
   if (__get_cpuid(0x80000001, &a, &b, &c, &d) == 0 || (c & (1U << 22)) == 0) return cpu;
   for (unsigned sub = 0; sub < 8; ++sub) {
     __cpuid_count(0x8000001d, sub, a, b, c, d);
@@ -165,16 +179,29 @@ int64_t CacheBytes(int level, int64_t fallback) {
   return known > 0 ? known : fallback;
 }
 
-std::string CacheSummary() {
+std::string FormatCacheSummary(const int64_t (&bytes)[3], const bool (&from_linux)[3]) {
+  const bool alike = from_linux[0] == from_linux[1] && from_linux[1] == from_linux[2];
+  const auto source = [](bool linux) { return linux ? "as Linux describes it" : "the CPU's"; };
   std::string summary;
-  for (int level = 1; level <= 3; ++level) {
-    const int64_t bytes = CacheBytes(level, 0);
-    summary += (level > 1 ? ", L" : "L") + std::to_string(level) + " " +
-               (bytes > 0 ? FormatBytes(static_cast<long double>(bytes)) : "unknown");
+  for (int i = 0; i < 3; ++i) {
+    summary += (i > 0 ? ", L" : "L") + std::to_string(i + 1) + " " +
+               (bytes[i] > 0 ? FormatBytes(static_cast<long double>(bytes[i])) : "unknown");
+    if (!alike) summary += std::string(" (") + source(from_linux[i]) + ")";
   }
-  const bool linux_describes = CacheBytesIn(kLinuxCaches, 1) > 0;
-  return summary +
-         (linux_describes ? " (as Linux describes them)" : " (the CPU's; Linux describes none)");
+  if (alike) {
+    summary += from_linux[0] ? " (as Linux describes them)" : " (the CPU's; Linux describes none)";
+  }
+  return summary;
+}
+
+std::string CacheSummary() {
+  int64_t bytes[3];
+  bool from_linux[3];
+  for (int i = 0; i < 3; ++i) {
+    bytes[i] = CacheBytes(i + 1, 0);
+    from_linux[i] = CacheBytesIn(kLinuxCaches, i + 1) > 0;
+  }
+  return FormatCacheSummary(bytes, from_linux);
 }
 
 namespace {

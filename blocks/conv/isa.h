@@ -41,6 +41,9 @@ int64_t CacheBytes(int level, int64_t fallback);
 /// The caches as the kernels take them (CacheBytes), for benchmark reports: "L1 48.0 KiB, L2
 /// 1.0 MiB, L3 32.0 MiB (the CPU's; Linux describes none)", "unknown" for a size not known.
 std::string CacheSummary();
+/// CacheSummary's text for the sizes of L1, L2 and L3 and whether Linux described each: one
+/// source for all three, or each level's after it where they differ.
+std::string FormatCacheSummary(const int64_t (&bytes)[3], const bool (&from_linux)[3]);
 /// The size of the data or unified cache of `level` in a directory laid out as Linux's
 /// /sys/devices/system/cpu/cpuN/cache: subdirectories index0, index1, ... each with the files
 /// `level`, `type` and `size` ("32K", "32768K", "2M"). 0 when there is none.
@@ -51,18 +54,19 @@ struct CpuL3 {
   bool amd = false;
   int family = 0;              // CPUID's family, the extended family added (Zen 2: 0x17)
   int64_t topology_bytes = 0;  // the L3 in AMD's cache topology (CPUID 0x8000001D), 0: none
-  int64_t reported_bytes = 0;  // the L3 the C library reads (sysconf)
+  int64_t reported_bytes = 0;  // CPUID 0x80000006's L3 on AMD, else the C library's (sysconf)
 };
 /// The L3 a core shares: the topology's where the CPU has one; on AMD's Zen without it, the
-/// reported L3 (the whole package's, CPUID 0x80000006: 508 MB on the AVX-512 EPYC guest, whose
-/// cores share a 32 MB L3) at most one core complex's: 16 MB in family 0x17 (Zen 2's; Zen's is
-/// 8 MB), 32 MB from Zen 3 on (without stacked cache); elsewhere the reported one (Intel's L3 is
-/// the socket's).
+/// reported L3 (CPUID 0x80000006's, the whole package's or what a hypervisor makes of it: 508 MB
+/// on the AVX-512 EPYC guest, whose cores share a 32 MB L3) at most one core complex's: 16 MB in
+/// family 0x17 (Zen 2's; Zen's is 8 MB), 32 MB from Zen 3 on (without stacked cache); elsewhere the
+/// reported one (Intel's L3 is the socket's).
 int64_t CoreL3Bytes(const CpuL3& cpu);
 /// The bytes of the cache a subleaf of AMD's cache topology (CPUID 0x8000001D) describes: EBX
 /// holds its ways, partitions and line size, each less one; ECX its sets less one.
 int64_t AmdTopologyCacheBytes(uint32_t ebx, uint32_t ecx);
-/// This CPU's CpuL3, from CPUID and the C library (all zero off x86-64).
+/// This CPU's CpuL3: the C library's L3, on AMD CPUID's instead (0x80000006) and its topology;
+/// off x86-64 the C library's L3 alone.
 CpuL3 HostCpuL3();
 /// Whether plain stores keep a result in the shared L3 for the op that reads it next (and for
 /// the next call of the same op): as measured on Intel's cores, and not on AMD's (the figures
