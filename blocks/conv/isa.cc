@@ -117,8 +117,8 @@ int64_t CacheBytesIn(const std::string& dir, int level) {
 // shared transformed filter past 16 MB (PrefetchesRowsAhead, winograd.cc). Paired calls, 32 MB
 // against 508 MB, one pinned core: float64 forward and input gradient of mnv2_dw_56x144 (58 MB)
 // 0.74-0.76 of the time, mnv1_dw4_56x128 0.81-0.83, mnv1_dw1_112x32 0.85-0.90; float32 at batch
-// 16 (51-58 MB) 0.63-0.72; at batch 32, two threads, 0.66-0.71. Slower: float32 at batch 16 on
-// two threads, mnv1_dw1 1.07-1.14 (mnv2_dw_56x144 0.86-0.88). The suite's float32 layers (the
+// 16 (51-58 MB) 0.64-0.72; at batch 32, two threads, 0.66-0.71. Slower: float32 at batch 16 on
+// two threads, mnv1_dw1 1.07-1.14 (mnv2_dw_56x144 0.87). The suite's float32 layers (the
 // tiles of its stride-2 and 5x5 layers among them) within 5% either way; the Winograd forwards
 // of 14 x 14 x 512 -> 512 (batch 8) and 7 x 7 x 1024 -> 1024 (batch 16) 0.97-0.99.
 int64_t CoreL3Bytes(const CpuL3& cpu) {
