@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +31,17 @@ Isa DetectIsa() {
 #endif
   return Isa::kBase;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// Whether the CPU is AMD's (GCC's and clang's reading of CPUID's vendor string).
+bool IsAmd() {
+  static const bool amd = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") != 0;
+  }();
+  return amd;
+}
+#endif
 
 Isa SupportedIsa() {
   static const Isa isa = DetectIsa();
@@ -139,9 +151,8 @@ CpuL3 HostCpuL3() {
   CpuL3 cpu;
   cpu.reported_bytes = std::max<long>(0, sysconf(_SC_LEVEL3_CACHE_SIZE));
 #if defined(__x86_64__) && defined(__GNUC__)
+  cpu.amd = IsAmd();
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return cpu;
-  cpu.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
   if (__get_cpuid(1, &a, &b, &c, &d) == 0) return cpu;
   const int base_family = static_cast<int>((a >> 8) & 0xf);
   cpu.family = base_family == 0xf ? base_family + static_cast<int>((a >> 20) & 0xff) : base_family;
@@ -166,22 +177,40 @@ CpuL3 HostCpuL3() {
   return cpu;
 }
 
+namespace {
+// A cache level's size (0: not known) and whether Linux described it.
+struct KnownCache {
+  int64_t bytes = 0;
+  bool from_linux = false;
+};
+// Level `level` (1 to 3) as CacheBytes takes it, read once.
+const KnownCache& Known(int level) {
+  static const std::array<KnownCache, 3> levels = [] {
+    const int names[2] = {_SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL2_CACHE_SIZE};
+    std::array<KnownCache, 3> read;
+    for (int l = 1; l <= 3; ++l) {
+      KnownCache& k = read[l - 1];
+      k.bytes = CacheBytesIn(kLinuxCaches, l);
+      k.from_linux = k.bytes > 0;
+      if (!k.from_linux)
+        k.bytes = l == 3 ? CoreL3Bytes(HostCpuL3()) : std::max<long>(0, sysconf(names[l - 1]));
+    }
+    return read;
+  }();
+  return levels[level - 1];
+}
+}  // namespace
+
 int64_t CacheBytes(int level, int64_t fallback) {
-  const auto read = [](int l, int name) -> int64_t {
-    const int64_t linux_bytes = CacheBytesIn(kLinuxCaches, l);
-    if (linux_bytes > 0) return linux_bytes;
-    return l == 3 ? CoreL3Bytes(HostCpuL3()) : std::max<long>(0, sysconf(name));
-  };
-  static const int64_t l1 = read(1, _SC_LEVEL1_DCACHE_SIZE);
-  static const int64_t l2 = read(2, _SC_LEVEL2_CACHE_SIZE);
-  static const int64_t l3 = read(3, _SC_LEVEL3_CACHE_SIZE);
-  const int64_t known = level == 1 ? l1 : level == 2 ? l2 : level == 3 ? l3 : 0;
+  const int64_t known = level >= 1 && level <= 3 ? Known(level).bytes : 0;
   return known > 0 ? known : fallback;
 }
 
 std::string FormatCacheSummary(const int64_t (&bytes)[3], const bool (&from_linux)[3]) {
   const bool alike = from_linux[0] == from_linux[1] && from_linux[1] == from_linux[2];
-  const auto source = [](bool linux) { return linux ? "as Linux describes it" : "the CPU's"; };
+  const auto source = [](bool described) {
+    return described ? "as Linux describes it" : "the CPU's";
+  };
   std::string summary;
   for (int i = 0; i < 3; ++i) {
     summary += (i > 0 ? ", L" : "L") + std::to_string(i + 1) + " " +
@@ -198,8 +227,8 @@ std::string CacheSummary() {
   int64_t bytes[3];
   bool from_linux[3];
   for (int i = 0; i < 3; ++i) {
-    bytes[i] = CacheBytes(i + 1, 0);
-    from_linux[i] = CacheBytesIn(kLinuxCaches, i + 1) > 0;
+    bytes[i] = Known(i + 1).bytes;
+    from_linux[i] = Known(i + 1).from_linux;
   }
   return FormatCacheSummary(bytes, from_linux);
 }
@@ -232,11 +261,7 @@ int64_t SharedCacheBytes() {
 bool SharedCacheKeepsResults() {
   if (SharedCacheOverride().load(std::memory_order_relaxed) >= 0) return true;
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool amd = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_is("amd") != 0;
-  }();
-  return !amd;
+  return !IsAmd();
 #else
   return true;
 #endif
