@@ -5,6 +5,7 @@
 #endif
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -971,9 +972,19 @@ BF_CONV_INLINE void BackpropFilterRunRows(const ConvGeometry& g, const C* x, con
 inline int64_t PhaseColumns(const ConvGeometry& g) {
   return (g.in_w + g.stride_w - 1) / g.stride_w;
 }
+// The distance between two columns of a packed input row (PackInputRow): the input's channels
+// on whole 64-byte lines, an odd number of them, so that the columns a tile reads one after the
+// other spread over every set of the L1. 128 float channels take 9 lines, not 8 (8 lines apart,
+// a tile's 56 columns would fall in 8 of the 64 sets).
+template <typename C>
+int64_t PackedColumnStride(const ConvGeometry& g) {
+  const int64_t lines = (g.in_depth * static_cast<int64_t>(sizeof(C)) + 63) / 64;
+  return (lines | 1) * 64 / static_cast<int64_t>(sizeof(C));
+}
 // The values PackTileInputs writes per input row for `images` images.
-inline int64_t PackedRowValues(const ConvGeometry& g, int64_t images) {
-  return g.in_depth * g.stride_w * images * PhaseColumns(g);
+template <typename C>
+int64_t PackedRowValues(const ConvGeometry& g, int64_t images) {
+  return PackedColumnStride<C>(g) * g.stride_w * images * PhaseColumns(g);
 }
 
 // A thread's input rows packed for the filter gradient's tiles (PackTileInputs), kept from one
@@ -1006,7 +1017,7 @@ inline bool PacksTileInputs(const ConvGeometry& g, int64_t P) {
 // work items of `images` images.
 template <typename C>
 int64_t PackedSlotValues(const ConvGeometry& g, int64_t images) {
-  return WholeLines<C>(PackedRowValues(g, images));
+  return WholeLines<C>(PackedRowValues<C>(g, images));
 }
 template <typename C>
 int64_t PackedInputValues(const ConvGeometry& g, int64_t images) {
@@ -1014,45 +1025,37 @@ int64_t PackedInputValues(const ConvGeometry& g, int64_t images) {
 }
 
 // Input row ih of the images [n0, n1) packed for the filter gradient's tiles, into xk: per
-// group's block b of P input channels (the whole blocks), per stride phase r and image n, the
-// columns iw = r + t * stride_w one after the other, P values each, at
-// xk + ((((grp * blocks + b) * sw + r) * images + n) * PhaseColumns(g) + t) * P. A tile then reads
-// its columns as one contiguous run. Read where they lie, the 28x128 stride-2 layer's columns
-// 1 KB apart, a tile's 56 columns of 8 channels touched 56 lines for 32 bytes of each, and the
-// lines of the 4 images' rows it reduces over did not stay in L1 from one tile to the next: its
-// filter gradient ran at 82% of the FMA peak (95% when, as a timing experiment, every image
-// read the first one's row). The columns are read in the row's order, each to its phase's run
-// (a column's place once came from a division by the stride, a 64-bit idiv per column; counted
-// along instead). Read phase by phase, every other 512-byte column at stride 2, the rows' first
-// reads waited on the L3: the stride-2 28x128 filter gradient 2.4% faster in the row's order
-// (one pinned core, each call paired with one packing phase by phase, median of 451 pairs),
-// where skipping the packing altogether (a timing experiment) saved 7.6-8.1%. At stride 1 the
-// order is the same as before.
-// Out of line, in the baseline instructions (copies of 4 to 8 values, 16-byte moves): inlined
-// into the filter gradient's kernel, its loop kept its counters and strides on the stack. One
-// pinned core, float, each call paired with one inlined (medians of 300 pairs, 4 rounds): the
-// stride-2 28x128 filter gradient 0.983-0.993 of the time (calls paired with identical calls:
-// 0.998-1.000; builds alternated: 0.989; in float64 1.003, 0.985-1.026 over 4 alternated rounds),
-// the layers that do not pack (Winograd's) within 0.7%.
-// Copying block by block instead (each block's columns in turn, its writes in order) was 1.5-2.9%
-// slower, and one masked load and store of a block's 6 floats 0.5%.
-template <typename C, int P>
+// stride phase r and image n, the columns iw = r + t * stride_w one after the other, each with
+// all its channels, PackedColumnStride apart, column t at xk + ((r * images + n) *
+// PhaseColumns(g) + t) * PackedColumnStride(g). A tile of P input channels then reads its columns
+// one stride apart. Read where they lie, the 28x128 stride-2 layer's columns 1 KB apart, a
+// tile's 56 columns of 8 channels touched 56 lines for 32 bytes of each, and the lines of the 4
+// images' rows it reduces over did not stay in L1 from one tile to the next: its filter gradient
+// ran at 82% of the FMA peak (95% when, as a timing experiment, every image read the first one's
+// row). The columns are read in the row's order, each to its phase's run (read phase by phase,
+// every other 512-byte column at stride 2, the rows' first reads waited on the L3: 2.4% slower).
+// Each column is one copy of its channels. The rows were packed in blocks of P channels before
+// (the P values of a block's column one after the other, a tile's run contiguous), copied 4 to 8
+// values at a time; against that, on the Zen 5 EPYC, the stride-2 28x128 filter gradient took
+// 0.966-0.974 of its time on one pinned core (each call paired with one packing blocks, medians
+// of 100-150 pairs, 4 runs) and 0.984-0.987 on two threads; builds alternated process by process
+// (bf_conv_bench, 4 rounds), 0.94-0.98 and 0.95-0.99, in float64 0.98-1.00. The layers that do
+// not pack (the stride-1 ones run Winograd, the stem the few-channel runs) gave the same bits
+// in the same time (within 0.5%). Skipping the packing altogether (a timing experiment) saves
+// 9-10% with either layout; a copy of as many bytes from x into a scratch buffer cost 3%, and 2%
+// when spread over the tiles. Out of line, as the block copies were (inlined, the kernel's loop
+// had kept its counters and strides on the stack: 1-2% slower).
+template <typename C>
 __attribute__((noinline)) void PackInputRow(const ConvGeometry& g, const C* __restrict x,
                                             int64_t n0, int64_t n1, int64_t ih, C* __restrict xk) {
-  const int64_t ci_all = g.in_depth, cig = g.filter_in_depth, blocks = cig / P;
-  const int64_t sw = g.stride_w, tw = PhaseColumns(g), images = n1 - n0;
-  const int64_t block_values = sw * images * tw * P;
+  const int64_t ci_all = g.in_depth, sw = g.stride_w, tw = PhaseColumns(g), images = n1 - n0;
+  const int64_t cs = PackedColumnStride<C>(g);
+  const size_t bytes = static_cast<size_t>(ci_all) * sizeof(C);
   for (int64_t n = 0; n < images; ++n) {
     const C* xrow = x + ((n0 + n) * g.in_h + ih) * g.in_w * ci_all;
     // Column iw = r + t * sw: phase r, place t of its run.
     for (int64_t iw = 0, r = 0, t = 0; iw < g.in_w; ++iw) {
-      C* dst = xk + ((r * images + n) * tw + t) * P;
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const C* __restrict src = xrow + iw * ci_all + grp * cig;
-        C* __restrict d = dst + grp * blocks * block_values;
-        for (int64_t b = 0; b < blocks; ++b, src += P, d += block_values)
-          for (int p = 0; p < P; ++p) d[p] = src[p];
-      }
+      std::memcpy(xk + ((r * images + n) * tw + t) * cs, xrow + iw * ci_all, bytes);
       if (++r == sw) r = 0, ++t;
     }
   }
@@ -1061,7 +1064,7 @@ __attribute__((noinline)) void PackInputRow(const ConvGeometry& g, const C* __re
 // The input rows that output row oh of the images [n0, n1) reads, packed (PackInputRow) where
 // `packed` does not hold them already: rows[kh] is filter row kh's packed input row, or null
 // outside the input.
-template <typename C, int P>
+template <typename C>
 BF_CONV_INLINE void PackTileInputs(const ConvGeometry& g, const C* __restrict x, int64_t n0,
                                    int64_t n1, int64_t oh, PackedRows<C>* packed, const C** rows) {
   const int64_t fh = g.filter_h;
@@ -1083,7 +1086,7 @@ BF_CONV_INLINE void PackTileInputs(const ConvGeometry& g, const C* __restrict x,
     if (ih[kh] < 0 || rows[kh] != nullptr) continue;
     while (needed[s]) ++s;  // as many slots as filter rows: a free one is left
     C* xk = packed->values + s * packed->slot_values;
-    PackInputRow<C, P>(g, x, n0, n1, ih[kh], xk);
+    PackInputRow<C>(g, x, n0, n1, ih[kh], xk);
     packed->held[s] = {packed->item, ih[kh]};
     needed[s] = true;
     rows[kh] = xk;
@@ -1137,8 +1140,8 @@ BF_CONV_INLINE void BackpropFilterTile(const C* __restrict xblock, int64_t colum
 // [grp*cog + j0, + NV*L), into the private partial sum dw [fh, fw, cig, co]:
 // dw[kh, kw, ci, co] += sum over n in [n0, n1) and ow of x[n, ih, iw(ow, kw), grp*cig + ci] *
 // dy[n, oh, ow, co], P input channels at a time, read from x or, when `xp` is not null, from
-// filter row kh's input row packed at xp[kh] (PackTileInputs; the channels after the last whole
-// block of P always from x).
+// filter row kh's input row packed at xp[kh] (PackTileInputs; the channels after the tiles of P
+// and of 4 always from x).
 // The rows of several batch elements share one register tile, so that a narrow layer (a 1x1 or
 // a 6x6 one) still reduces over enough pixels per read-modify-write of dw.
 template <typename C, typename V, int P, int NV>
@@ -1149,7 +1152,7 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
   const int64_t ci_all = g.in_depth, co_all = g.out_depth, cig = g.filter_in_depth;
   const int64_t co0 = grp * (co_all / g.groups) + j0;
   const int64_t dy_image = g.out_h * g.out_w * co_all, images = n1 - n0;
-  const int64_t sw = g.stride_w, tw = PhaseColumns(g), block_values = sw * images * tw * P;
+  const int64_t sw = g.stride_w, tw = PhaseColumns(g), cs = PackedColumnStride<C>(g);
   const C* dyrow0 = dy + (n0 * g.out_h + oh) * g.out_w * co_all + co0;
   for (int64_t kh = 0; kh < g.filter_h; ++kh) {
     const int64_t ih = g.input_row(oh, kh);
@@ -1159,33 +1162,29 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
       const auto [off, ow0, ow1] = g.columns_inside(kw);
       if (ow0 >= ow1) continue;
       C* dwt = dw + (kh * g.filter_w + kw) * cig * co_all + co0;
-      // Where the tile's first column (ow0, image n0) of channel block ci0 / P is, and how far
-      // the next column and the next image are: in x, or in the packed rows (its phase r and
-      // place t0 there).
+      // Where the tile's first column (ow0, image n0) is, and how far the next column and the
+      // next image are: in x, or in the packed rows (its phase r and place t0 there).
       const int64_t iw0 = ow0 * sw - off, r = iw0 % sw, t0 = iw0 / sw;
-      const C* const xcol = xrow0 + iw0 * ci_all;  // in x itself, and its steps
-      const int64_t x_column = sw * ci_all, x_image = g.in_h * g.in_w * ci_all;
-      const C* xfirst = xcol;
-      int64_t column_step = x_column, image_step = x_image, block_step = P;
+      const C* xcol = xrow0 + iw0 * ci_all;
+      int64_t column_step = sw * ci_all, image_step = g.in_h * g.in_w * ci_all;
       if (xp != nullptr) {
-        xfirst = xp[kh] + grp * (cig / P) * block_values + (r * images * tw + t0) * P;
-        column_step = P;
-        image_step = tw * P;
-        block_step = block_values;
+        xcol = xp[kh] + (r * images * tw + t0) * cs + grp * cig;
+        column_step = cs;
+        image_step = tw * cs;
       }
       const C* dyq0 = dyrow0 + ow0 * co_all;
       const int64_t cols = ow1 - ow0;
       int64_t ci0 = 0;
       for (; ci0 + P <= cig; ci0 += P)
-        BackpropFilterTile<C, V, P, NV>(xfirst + ci0 / P * block_step, column_step, image_step,
-                                        dyq0, dy_image, images, cols, co_all, dwt + ci0 * co_all);
+        BackpropFilterTile<C, V, P, NV>(xcol + ci0, column_step, image_step, dyq0, dy_image, images,
+                                        cols, co_all, dwt + ci0 * co_all);
       // Four input channels and more after the last block of P (4 of 64 after blocks of 6): a
-      // tile of 4 from x, one pass over the columns (16 sums with 4 vectors), not the
-      // few-channel passes of 3 and 1 channels.
+      // tile of 4, one pass over the columns (16 sums with 4 vectors), not the few-channel
+      // passes of 3 and 1 channels.
       if constexpr (P > 4 && NV >= 2) {
         if (cig - ci0 >= 4) {
-          BackpropFilterTile<C, V, 4, NV>(xcol + ci0, x_column, x_image, dyq0, dy_image, images,
-                                          cols, co_all, dwt + ci0 * co_all);
+          BackpropFilterTile<C, V, 4, NV>(xcol + ci0, column_step, image_step, dyq0, dy_image,
+                                          images, cols, co_all, dwt + ci0 * co_all);
           ci0 += 4;
         }
       }
@@ -1257,7 +1256,7 @@ BF_CONV_INLINE void BackpropFilterTileRow(const ConvGeometry& g, const C* x, con
   const C* rows[kMaxPackedRows];
   const C* const* packed = nullptr;
   if (PacksTileInputs(g, PT)) {
-    PackTileInputs<C, PT>(g, x, n0, n1, oh, xp, rows);
+    PackTileInputs<C>(g, x, n0, n1, oh, xp, rows);
     packed = rows;
   }
   for (int64_t grp = 0; grp < g.groups; ++grp) {
