@@ -981,7 +981,8 @@ int64_t PackedColumnStride(const ConvGeometry& g) {
   const int64_t lines = (g.in_depth * static_cast<int64_t>(sizeof(C)) + 63) / 64;
   return (lines | 1) * 64 / static_cast<int64_t>(sizeof(C));
 }
-// The values PackTileInputs writes per input row for `images` images.
+// The room of one packed input row of `images` images (PackInputRow's layout, with the lanes past
+// in_depth and the places past a short phase's run, which it does not write).
 template <typename C>
 int64_t PackedRowValues(const ConvGeometry& g, int64_t images) {
   return PackedColumnStride<C>(g) * g.stride_w * images * PhaseColumns(g);
@@ -1004,12 +1005,12 @@ struct alignas(64) PackedRows {  // a thread's own cache lines
   Held held[kMaxPackedRows];
 };
 // Whether the filter gradient's tiles of P input channels read x packed (PackTileInputs): with
-// a slot for every filter row. Packed at stride 2, the 28x128 layer's tiles had run 12% faster;
-// packed at stride 1 only once each row was packed once (PackedRows), not three times: the
-// 56x64 layer 7% faster and 28x128 3% (one pinned core, the two alternated call by call, the
-// median of 60-70 paired calls; 28x128 in float64 4%), where packing a row for every output
-// row reading it had cost as much as it saved. Keeping the rows took the stride-2 layer's
-// packing from 9% of its time to 7%, 3% faster overall.
+// a slot for every filter row. Packed at stride 2, the 28x128 layer's
+// tiles had run 12% faster; packed at stride 1 only once each row was packed once (PackedRows),
+// not three times: the 56x64 layer 7% faster and 28x128 3% (one pinned core, the two alternated
+// call by call, the median of 60-70 paired calls; 28x128 in float64 4%), where packing a row for
+// every output row reading it had cost as much as it saved. Keeping the rows took the stride-2
+// layer's packing from 9% of its time to 7%, 3% faster overall.
 inline bool PacksTileInputs(const ConvGeometry& g, int64_t P) {
   return g.filter_in_depth >= P && g.filter_h <= kMaxPackedRows;
 }
@@ -1027,35 +1028,48 @@ int64_t PackedInputValues(const ConvGeometry& g, int64_t images) {
 // Input row ih of the images [n0, n1) packed for the filter gradient's tiles, into xk: per
 // stride phase r and image n, the columns iw = r + t * stride_w one after the other, each with
 // all its channels, PackedColumnStride apart, column t at xk + ((r * images + n) *
-// PhaseColumns(g) + t) * PackedColumnStride(g). A tile of P input channels then reads its columns
-// one stride apart. Read where they lie, the 28x128 stride-2 layer's columns 1 KB apart, a
-// tile's 56 columns of 8 channels touched 56 lines for 32 bytes of each, and the lines of the 4
-// images' rows it reduces over did not stay in L1 from one tile to the next: its filter gradient
-// ran at 82% of the FMA peak (95% when, as a timing experiment, every image read the first one's
-// row). The columns are read in the row's order, each to its phase's run (read phase by phase,
-// every other 512-byte column at stride 2, the rows' first reads waited on the L3: 2.4% slower).
-// Each column is one copy of its channels. The rows were packed in blocks of P channels before
-// (the P values of a block's column one after the other, a tile's run contiguous), copied 4 to 8
-// values at a time; against that, on the Zen 5 EPYC, the stride-2 28x128 filter gradient took
-// 0.966-0.974 of its time on one pinned core (each call paired with one packing blocks, medians
-// of 100-150 pairs, 4 runs) and 0.984-0.987 on two threads; builds alternated process by process
-// (bf_conv_bench, 4 rounds), 0.94-0.98 and 0.95-0.99, in float64 0.98-1.00. The layers that do
-// not pack (the stride-1 ones run Winograd, the stem the few-channel runs) gave the same bits
-// in the same time (within 0.5%). Skipping the packing altogether (a timing experiment) saves
-// 9-10% with either layout; a copy of as many bytes from x into a scratch buffer cost 3%, and 2%
-// when spread over the tiles. Out of line, as the block copies were (inlined, the kernel's loop
-// had kept its counters and strides on the stack: 1-2% slower).
+// PhaseColumns(g) + t) * PackedColumnStride(g). A tile of P input channels then reads its
+// columns one PackedColumnStride apart. Read where they lie, the 28x128 stride-2 layer's columns
+// 1 KB apart, a tile's 56 columns of 8 channels touched 56 lines for 32 bytes of each, and the
+// lines of the 4 images' rows it reduces over did not stay in L1 from one tile to the next: its
+// filter gradient ran at 82% of the FMA peak (95% when, as a timing experiment, every image read
+// the first one's row). The columns are read in the row's order, each to its phase's run (read
+// phase by phase, every other 512-byte column at stride 2, the rows' first reads waited on the
+// L3: 2.4% slower). A column of 256 bytes or more is one call to memcpy; a narrower one is copied
+// 16 bytes a step in line (a call per column took the stride-2 layer of 8 to 16 channels 1.15x
+// its time). The rows were packed in blocks of P channels before (the P values of a block's
+// column one after the other, a tile's run contiguous), 4 to 8 values a copy; against that, on
+// the Zen 5 EPYC, the stride-2 28x128 filter gradient took 0.966-0.974 of its time on one pinned
+// core (each call paired with one packing blocks, medians of 100-150 pairs, 4 runs) and
+// 0.984-0.987 on two threads; builds alternated process by process, 0.94-0.98 and 0.95-0.99, in
+// float64 0.98-1.00; stride-2 layers of 8 to 64 channels within 5% either way (builds
+// alternated, best of 40 calls, 3 rounds). The layers that do not pack (the stride-1 ones run
+// Winograd, the stem the few-channel runs) gave the same bits in the same time (within 0.5%).
+// Skipping the packing altogether (a timing experiment) saves 9-10% with either layout; a copy
+// of as many bytes from x into a scratch buffer cost 3%, and 2% when spread over the tiles. Out
+// of line, as the block copies were (inlined, the kernel's loop had kept its counters and
+// strides on the stack: 1-2% slower).
 template <typename C>
 __attribute__((noinline)) void PackInputRow(const ConvGeometry& g, const C* __restrict x,
                                             int64_t n0, int64_t n1, int64_t ih, C* __restrict xk) {
   const int64_t ci_all = g.in_depth, sw = g.stride_w, tw = PhaseColumns(g), images = n1 - n0;
   const int64_t cs = PackedColumnStride<C>(g);
   const size_t bytes = static_cast<size_t>(ci_all) * sizeof(C);
+  constexpr int64_t K = 16 / sizeof(C);
   for (int64_t n = 0; n < images; ++n) {
     const C* xrow = x + ((n0 + n) * g.in_h + ih) * g.in_w * ci_all;
     // Column iw = r + t * sw: phase r, place t of its run.
     for (int64_t iw = 0, r = 0, t = 0; iw < g.in_w; ++iw) {
-      std::memcpy(xk + ((r * images + n) * tw + t) * cs, xrow + iw * ci_all, bytes);
+      const C* __restrict src = xrow + iw * ci_all;
+      C* __restrict dst = xk + ((r * images + n) * tw + t) * cs;
+      if (bytes >= 256) {
+        std::memcpy(dst, src, bytes);
+      } else {  // 16 bytes a step (GCC makes a loop of single values a call to memcpy)
+        int64_t c = 0;
+        for (; c + K <= ci_all; c += K)
+          for (int64_t k = 0; k < K; ++k) dst[c + k] = src[c + k];
+        for (; c < ci_all; ++c) dst[c] = src[c];
+      }
       if (++r == sw) r = 0, ++t;
     }
   }
@@ -1095,10 +1109,10 @@ BF_CONV_INLINE void PackTileInputs(const ConvGeometry& g, const C* __restrict x,
 
 // One filter-gradient tile: dwt[p, k-th vector] (rows co_all apart) += the sum over `images`
 // images and `cols` columns of x[p] * dy[k-th vector], P input channels by NV vectors of output
-// channels. A column's P inputs are at xblock + n * image_step + q * column_step, its gradient
+// channels. A column's P inputs are at xcol + n * image_step + q * column_step, its gradient
 // at dyq0 + n * dy_image + q * co_all.
 template <typename C, typename V, int P, int NV>
-BF_CONV_INLINE void BackpropFilterTile(const C* __restrict xblock, int64_t column_step,
+BF_CONV_INLINE void BackpropFilterTile(const C* __restrict xcol, int64_t column_step,
                                        int64_t image_step, const C* __restrict dyq0,
                                        int64_t dy_image, int64_t images, int64_t cols,
                                        int64_t co_all, C* __restrict dwt) {
@@ -1114,7 +1128,7 @@ BF_CONV_INLINE void BackpropFilterTile(const C* __restrict xblock, int64_t colum
   for (int p = 0; p < P; ++p)
     for (int k = 0; k < NV; ++k) __builtin_prefetch(dwt + p * co_all + k * L);
   for (int64_t n = 0; n < images; ++n) {
-    const C* xq = xblock + n * image_step;
+    const C* xq = xcol + n * image_step;
     const C* dyq = dyq0 + n * dy_image;
     // Four columns per loop pass, as AddTapPixels does for the forward's steps: the 8 x 2
     // tile's 10 loads and 16 multiply-adds a step had 4 index instructions beside them
@@ -1140,8 +1154,8 @@ BF_CONV_INLINE void BackpropFilterTile(const C* __restrict xblock, int64_t colum
 // [grp*cog + j0, + NV*L), into the private partial sum dw [fh, fw, cig, co]:
 // dw[kh, kw, ci, co] += sum over n in [n0, n1) and ow of x[n, ih, iw(ow, kw), grp*cig + ci] *
 // dy[n, oh, ow, co], P input channels at a time, read from x or, when `xp` is not null, from
-// filter row kh's input row packed at xp[kh] (PackTileInputs; the channels after the tiles of P
-// and of 4 always from x).
+// filter row kh's input row packed at xp[kh] (PackTileInputs; the channels after the last whole
+// tile of P always from x).
 // The rows of several batch elements share one register tile, so that a narrow layer (a 1x1 or
 // a 6x6 one) still reduces over enough pixels per read-modify-write of dw.
 template <typename C, typename V, int P, int NV>
@@ -1165,8 +1179,10 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
       // Where the tile's first column (ow0, image n0) is, and how far the next column and the
       // next image are: in x, or in the packed rows (its phase r and place t0 there).
       const int64_t iw0 = ow0 * sw - off, r = iw0 % sw, t0 = iw0 / sw;
-      const C* xcol = xrow0 + iw0 * ci_all;
-      int64_t column_step = sw * ci_all, image_step = g.in_h * g.in_w * ci_all;
+      const C* const xfirst = xrow0 + iw0 * ci_all;  // in x itself, and its steps
+      const int64_t x_column = sw * ci_all, x_image = g.in_h * g.in_w * ci_all;
+      const C* xcol = xfirst;
+      int64_t column_step = x_column, image_step = x_image;
       if (xp != nullptr) {
         xcol = xp[kh] + (r * images * tw + t0) * cs + grp * cig;
         column_step = cs;
@@ -1179,12 +1195,13 @@ BF_CONV_INLINE void BackpropFilterTiles(const ConvGeometry& g, const C* __restri
         BackpropFilterTile<C, V, P, NV>(xcol + ci0, column_step, image_step, dyq0, dy_image, images,
                                         cols, co_all, dwt + ci0 * co_all);
       // Four input channels and more after the last block of P (4 of 64 after blocks of 6): a
-      // tile of 4, one pass over the columns (16 sums with 4 vectors), not the few-channel
-      // passes of 3 and 1 channels.
+      // tile of 4 from x, one pass over the columns (16 sums with 4 vectors), not the
+      // few-channel passes of 3 and 1 channels. (Read from the packed rows, a stride-2 layer of
+      // 12 input to 24 output channels took 1.2x its time; builds alternated, one pinned core.)
       if constexpr (P > 4 && NV >= 2) {
         if (cig - ci0 >= 4) {
-          BackpropFilterTile<C, V, 4, NV>(xcol + ci0, column_step, image_step, dyq0, dy_image,
-                                          images, cols, co_all, dwt + ci0 * co_all);
+          BackpropFilterTile<C, V, 4, NV>(xfirst + ci0, x_column, x_image, dyq0, dy_image, images,
+                                          cols, co_all, dwt + ci0 * co_all);
           ci0 += 4;
         }
       }

@@ -185,7 +185,7 @@ std::vector<Problem> GridProblems(bool depthwise) {
       {"NHWC", "VALID", 7, 800, 3, 1, 64, 1, 2, 2, 1, 1, 7},
       // Two images per filter-gradient work item (9 output rows) at column stride 2, whose
       // tiles read their inputs packed per stride phase: 21 columns (11 in phase 0, 10 in
-      // phase 1), three blocks of 8 channels.
+      // phase 1), three tiles of 8 channels.
       {"NHWC", "SAME", 9, 21, 24, 1, 32, 1, 1, 2, 1, 1},
       // A stride-1 input gradient computed as the forward of the turned filter: dilated, with a
       // channel left over after two vectors (the forward's plain loop for it).
@@ -673,16 +673,23 @@ TEST(DepthwiseSweep, FilterGradientCopiesImagesWhosePixelsCrowdL1Sets) {
 // of 9 (read in place), over work items of a few images each (out of 6) whose rows must not
 // serve another item (images of 2 rows: each item reads the same rows as the last), with a partial
 // tile of output channels, in float32, float64 and float16 (rows converted into a thread's buffer
-// an item at a time). Each problem runs on one input and then on another: the second result must be
-// made of its own rows, not of those the first call left packed. The same values as the reference
-// at every ISA and 1 and 2 threads.
+// an item at a time). The packed columns hold every input channel: 16 channels make whole tiles
+// of 8; 28 make tiles of 8 (or, with 72 output channels, the wide tiles of 6) and then one of 4
+// (read from x); 56 in two groups of 28 read each group's channels of the same columns; 30 (with
+// 72 output channels, five wide tiles of 6) are 120 bytes a column, copied 16 bytes at a time and
+// then the last two values. Each problem runs on one input and then on another: the second
+// result must be made of its own rows, not of those the first call left packed. The same values
+// as the reference at every ISA and 1 and 2 threads.
 TEST(PackedRows, FilterGradientKeepsRowsWithinACallOnly) {
   struct Case {
-    int64_t fh, sh, sw, dh, h;
+    int64_t fh, sh, sw, dh, h, c, groups, cog;
   };
   // Images of 2 rows: every output row reads both, in every work item.
-  const Case cases[] = {{3, 1, 1, 1, 19}, {3, 2, 2, 1, 19}, {3, 3, 2, 1, 19}, {3, 1, 1, 2, 19},
-                        {8, 1, 2, 1, 19}, {9, 2, 1, 1, 19}, {3, 1, 1, 1, 2}};
+  const Case cases[] = {
+      {3, 1, 1, 1, 19, 16, 1, 40}, {3, 2, 2, 1, 19, 16, 1, 40}, {3, 3, 2, 1, 19, 16, 1, 40},
+      {3, 1, 1, 2, 19, 16, 1, 40}, {8, 1, 2, 1, 19, 16, 1, 40}, {9, 2, 1, 1, 19, 16, 1, 40},
+      {3, 1, 1, 1, 2, 16, 1, 40},  {3, 2, 2, 1, 19, 28, 1, 40}, {3, 1, 2, 1, 19, 28, 1, 72},
+      {3, 2, 2, 1, 19, 56, 2, 40}, {3, 2, 2, 1, 19, 30, 1, 72}};
   std::mt19937_64 rng(31);
   for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16})
     for (const Case& k : cases) {
@@ -691,8 +698,9 @@ TEST(PackedRows, FilterGradientKeepsRowsWithinACallOnly) {
       p.n = 6;
       p.h = k.h;
       p.w = 33;
-      p.c = 16;
-      p.cog = 40;
+      p.c = k.c;
+      p.groups = k.groups;
+      p.cog = k.cog;
       p.fh = k.fh;
       p.fw = 3;
       p.sh = k.sh;
