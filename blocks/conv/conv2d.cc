@@ -1042,13 +1042,15 @@ int64_t PackedInputValues(const ConvGeometry& g, int64_t images) {
 // the Zen 5 EPYC, the stride-2 28x128 filter gradient took 0.966-0.974 of its time on one pinned
 // core (each call paired with one packing blocks, medians of 100-150 pairs, 4 runs) and
 // 0.984-0.987 on two threads; builds alternated process by process, 0.94-0.98 and 0.95-0.99, in
-// float64 0.98-1.00; stride-2 layers of 8 to 64 channels within 5% either way (builds
-// alternated, best of 40 calls, 3 rounds). The layers that do not pack (the stride-1 ones run
-// Winograd, the stem the few-channel runs) gave the same bits in the same time (within 0.5%).
-// Skipping the packing altogether (a timing experiment) saves 9-10% with either layout; a copy
-// of as many bytes from x into a scratch buffer cost 3%, and 2% when spread over the tiles. Out
-// of line, as the block copies were (inlined, the kernel's loop had kept its counters and
-// strides on the stack: 1-2% slower).
+// float64 0.98-1.00; the final build against the block copies, alternated (best of 20-40 calls,
+// two runs of 4 and 5 rounds), 28x128 0.95-0.97 and 0.97-1.01, a stride-2 layer of 64 channels
+// 0.96, and narrower ones slower: 8 to 16, 12 to 32, 24 to 48 and 32 to 64 channels 1.01-1.05
+// (8 and 12 channels up to 1.10-1.14 in the noisier run). The layers that do not pack (the
+// stride-1 ones run Winograd, the stem the few-channel runs) gave the same bits in the same time
+// (within 0.5%). Skipping the packing altogether (a timing experiment) saves 9-10% with either
+// layout; a copy of as many bytes from x into a scratch buffer cost 3%, and 2% when spread over the
+// tiles. Out of line, as the block copies were (inlined, the kernel's loop had kept its counters
+// and strides on the stack: 1-2% slower).
 template <typename C>
 __attribute__((noinline)) void PackInputRow(const ConvGeometry& g, const C* __restrict x,
                                             int64_t n0, int64_t n1, int64_t ih, C* __restrict xk) {
