@@ -1005,12 +1005,12 @@ struct alignas(64) PackedRows {  // a thread's own cache lines
   Held held[kMaxPackedRows];
 };
 // Whether the filter gradient's tiles of P input channels read x packed (PackTileInputs): with
-// a slot for every filter row. Packed at stride 2, the 28x128 layer's
-// tiles had run 12% faster; packed at stride 1 only once each row was packed once (PackedRows),
-// not three times: the 56x64 layer 7% faster and 28x128 3% (one pinned core, the two alternated
-// call by call, the median of 60-70 paired calls; 28x128 in float64 4%), where packing a row for
-// every output row reading it had cost as much as it saved. Keeping the rows took the stride-2
-// layer's packing from 9% of its time to 7%, 3% faster overall.
+// a slot for every filter row. Packed at stride 2, the 28x128 layer's tiles had run 12% faster;
+// packed at stride 1 only once each row was packed once (PackedRows), not three times: the
+// 56x64 layer 7% faster and 28x128 3% (one pinned core, the two alternated call by call, the
+// median of 60-70 paired calls; 28x128 in float64 4%), where packing a row for every output
+// row reading it had cost as much as it saved. Keeping the rows took the stride-2 layer's
+// packing from 9% of its time to 7%, 3% faster overall.
 inline bool PacksTileInputs(const ConvGeometry& g, int64_t P) {
   return g.filter_in_depth >= P && g.filter_h <= kMaxPackedRows;
 }
@@ -1037,20 +1037,20 @@ int64_t PackedInputValues(const ConvGeometry& g, int64_t images) {
 // phase by phase, every other 512-byte column at stride 2, the rows' first reads waited on the
 // L3: 2.4% slower). A column of 256 bytes or more is one call to memcpy; a narrower one is copied
 // 16 bytes a step in line (a call per column took the stride-2 layer of 8 to 16 channels 1.15x
-// its time). The rows were packed in blocks of P channels before (the P values of a block's
-// column one after the other, a tile's run contiguous), 4 to 8 values a copy; against that, on
-// the Zen 5 EPYC, the stride-2 28x128 filter gradient took 0.966-0.974 of its time on one pinned
-// core (each call paired with one packing blocks, medians of 100-150 pairs, 4 runs) and
-// 0.984-0.987 on two threads; builds alternated process by process, 0.94-0.98 and 0.95-0.99, in
-// float64 0.98-1.00; the final build against the block copies, alternated (best of 20-40 calls,
-// two runs of 4 and 5 rounds), 28x128 0.95-0.97 and 0.97-1.01, a stride-2 layer of 64 channels
-// 0.96, and narrower ones slower: 8 to 16, 12 to 32, 24 to 48 and 32 to 64 channels 1.01-1.05
-// (8 and 12 channels up to 1.10-1.14 in the noisier run). The layers that do not pack (the
-// stride-1 ones run Winograd, the stem the few-channel runs) gave the same bits in the same time
-// (within 0.5%). Skipping the packing altogether (a timing experiment) saves 9-10% with either
-// layout; a copy of as many bytes from x into a scratch buffer cost 3%, and 2% when spread over the
-// tiles. Out of line, as the block copies were (inlined, the kernel's loop had kept its counters
-// and strides on the stack: 1-2% slower).
+// its time; 16-byte steps for every column, 64 and 128 channels 1.00-1.03). The rows were packed in
+// blocks of P channels before (the P values of a block's column one after the other, a tile's run
+// contiguous), 4 to 8 values a copy; against that, on the Zen 5 EPYC, the stride-2 28x128 filter
+// gradient took 0.966-0.974 of its time on one pinned core (each call paired with one packing
+// blocks, medians of 100-150 pairs, 4 runs) and 0.984-0.987 on two threads; builds alternated
+// process by process, 0.94-0.98 and 0.95-0.99, in float64 0.98-1.00; the final build against the
+// block copies, alternated (best of 20-40 calls, two runs of 4 and 5 rounds), 28x128 0.95-0.97 and
+// 0.97-1.01, a stride-2 layer of 64 channels 0.96, and narrower ones slower: 8 to 16, 12 to 32, 24
+// to 48 and 32 to 64 channels 1.01-1.05 (8 and 12 channels up to 1.10-1.14 in the noisier run). The
+// layers that do not pack (the stride-1 ones run Winograd, the stem the few-channel runs) gave the
+// same bits in the same time (within 0.5%). Skipping the packing altogether (a timing experiment)
+// saves 9-10% with either layout; a copy of as many bytes from x into a scratch buffer cost 3%, and
+// 2% when spread over the tiles. Out of line, as the block copies were (inlined, the kernel's loop
+// had kept its counters and strides on the stack: 1-2% slower).
 template <typename C>
 __attribute__((noinline)) void PackInputRow(const ConvGeometry& g, const C* __restrict x,
                                             int64_t n0, int64_t n1, int64_t ih, C* __restrict xk) {
