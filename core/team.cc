@@ -345,11 +345,75 @@ void TeamBarrier() {
   }
 }
 
-std::pair<int64_t, int64_t> TeamShare(int64_t n) {
-  const int64_t size = TeamSize(), t = TeamThread();
+namespace {
+// Thread t's share [begin, end) of [0, n) split over `size` threads (OpenMP's static schedule).
+std::pair<int64_t, int64_t> StaticShare(int64_t n, int64_t size, int64_t t) {
   const int64_t q = n / size, r = n % size;
   const int64_t begin = t * q + std::min(t, r);
   return {begin, begin + q + (t < r ? 1 : 0)};
+}
+
+uint64_t PackUnits(uint64_t low, uint64_t high) { return low | high << 32; }
+}  // namespace
+
+std::pair<int64_t, int64_t> TeamShare(int64_t n) {
+  return StaticShare(n, TeamSize(), TeamThread());
+}
+
+TeamRows::TeamRows(int64_t n, int threads)
+    : shares_(new Share[static_cast<size_t>(std::max(threads, 1))]),
+      threads_(std::max(threads, 1)),
+      n_(std::max<int64_t>(n, 0)) {
+  // Units of one row, unless a share's units would not fit 32 bits.
+  constexpr int64_t kMaxUnits = int64_t{1} << 31;
+  const int64_t largest = (n_ + threads_ - 1) / threads_;
+  unit_ = std::max<int64_t>(1, (largest + kMaxUnits - 1) / kMaxUnits);
+  // Runs after the first: a sixteenth of a share (a quarter of what is left after it, in four).
+  chunk_ = std::max<int64_t>(1, largest / unit_ / 16);
+  for (int t = 0; t < threads_; ++t) {
+    const auto [begin, end] = StaticShare(n_, threads_, t);
+    Share& share = shares_[t];
+    share.first = begin;
+    share.size = end - begin;
+    share.left.store(PackUnits(0, static_cast<uint64_t>((share.size + unit_ - 1) / unit_)),
+                     std::memory_order_relaxed);
+  }
+}
+
+bool TeamRows::Take(Share& share, bool front, int64_t* begin, int64_t* end) const {
+  uint64_t left = share.left.load(std::memory_order_relaxed);
+  for (;;) {
+    const int64_t low = static_cast<int64_t>(left & 0xffffffffu);
+    const int64_t high = static_cast<int64_t>(left >> 32);
+    if (low >= high) return false;
+    int64_t from = low, to = high;
+    if (front) {
+      // The owner's first run is three quarters of its share (all of it when alone).
+      const int64_t units = low == 0 && threads_ > 1 ? high - high / 4 : chunk_;
+      to = std::min(high, low + units);
+    } else {
+      from = std::max(low, high - chunk_);
+    }
+    const uint64_t rest = front
+                              ? PackUnits(static_cast<uint64_t>(to), static_cast<uint64_t>(high))
+                              : PackUnits(static_cast<uint64_t>(low), static_cast<uint64_t>(from));
+    if (share.left.compare_exchange_weak(left, rest, std::memory_order_relaxed)) {
+      *begin = share.first + from * unit_;
+      *end = std::min(share.first + share.size, share.first + to * unit_);
+      return true;
+    }
+  }
+}
+
+bool TeamRows::Next(int64_t* begin, int64_t* end) {
+  const int t = TeamThread();
+  if (t < threads_ && Take(shares_[t], /*front=*/true, begin, end)) return true;
+  // Help the others, the next thread's share first.
+  for (int i = 1; i <= threads_; ++i) {
+    const int other = (t + i) % threads_;
+    if (other != t && Take(shares_[other], /*front=*/false, begin, end)) return true;
+  }
+  return false;
 }
 
 }  // namespace blockflow

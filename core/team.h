@@ -24,7 +24,9 @@
 // pool's threads, which it does not have.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 namespace blockflow {
@@ -74,5 +76,41 @@ void TeamBarrier();
 /// The calling thread's share [begin, end) of [0, n) split over its team: contiguous, in thread
 /// order, the first n % size threads one item more (OpenMP's static schedule).
 std::pair<int64_t, int64_t> TeamShare(int64_t n);
+
+/// Rows [0, n) that a team of `threads` shares out as it works, for rows whose results do not
+/// depend on which thread computes them (not per-thread sums: their bits would follow the
+/// timing). Each thread starts on its static share (TeamShare's split over `threads`), taking
+/// the first three quarters of it at once and the rest a few rows at a time; a thread whose
+/// share is used up then takes a few rows at a time from the back of the others' shares. A
+/// thread that runs slower than the others (its CPU busy with another guest of the host, an
+/// interrupt, a preemption) thus hands its last rows to one that is done, where with static
+/// shares the whole team would wait for it. Every row goes to exactly one thread whatever the
+/// team's size: a team smaller than `threads` takes the missing threads' shares as well. Built
+/// outside the team (it allocates).
+///
+///   TeamRows rows(n, nt);
+///   RunTeam(nt, [&] {
+///     for (int64_t begin, end; rows.Next(&begin, &end);)
+///       for (int64_t r = begin; r < end; ++r) Row(r, TeamThread());
+///   });
+class TeamRows {
+ public:
+  TeamRows(int64_t n, int threads);
+  /// The calling thread's next run [begin, end) of rows, true; false once every row is taken.
+  bool Next(int64_t* begin, int64_t* end);
+
+ private:
+  struct alignas(64) Share {
+    int64_t first = 0, size = 0;  // the share's rows, [first, first + size)
+    // The share's rows not taken yet, counted in units from `first`: [low, high) as
+    // low | high << 32 (one word, so that the owner and a helper take from it atomically).
+    std::atomic<uint64_t> left{0};
+  };
+  bool Take(Share& share, bool front, int64_t* begin, int64_t* end) const;
+
+  std::unique_ptr<Share[]> shares_;
+  int threads_ = 1;
+  int64_t n_ = 0, unit_ = 1, chunk_ = 1;  // rows in a unit; units taken at a time after the first
+};
 
 }  // namespace blockflow

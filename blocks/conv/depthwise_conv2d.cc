@@ -1213,7 +1213,7 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   const bool ahead = PrefetchesRowsAhead<C>(
       g.batch * g.in_h * g.in_w * g.in_depth + rows * row_size, ForwardSweeps<C>(e));
   const bool own_rows = !ExpandedRows<S, C>::Copies(g, format, /*pad=*/true);
-  ParallelRows(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
+  ParallelRowsBalanced(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
     RowsAhead<C> next;
     next.own_rows = own_rows;
     if (out.direct() && !ahead) {
@@ -1387,42 +1387,44 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
     const int64_t n = r / g.in_h, oh = r % g.in_h - f.pad_top + kh * g.dilation_h;
     return oh >= 0 && oh < g.out_h ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
   };
+  TeamRows shares(rows, nt);
   InTeam(nt, [&] {
     const int t = TeamThread();
     const C** drt = dr[t];
     C* tmpt = tmp[t];
-    const auto [r0, r1] = TeamShare(rows);
-    for (int64_t r = r0; r < r1; ++r) {
-      if (ctx.cancelled()) continue;
-      const C* const* dyrows = drt;
-      if (converted) {
-        dyrows = converted->FilterRows(t, r);
-      } else if constexpr (std::is_same_v<S, C>) {
-        for (int64_t kh = 0; kh < g.filter_h; ++kh) drt[kh] = dy_row(r, kh);
-      }
-      // The next dx row's: its result row and the dy row its last filter row reads (dy's own).
-      RowsAhead<C> next;
-      next.next_block = mult == 1 && out.direct() && !ahead;
-      if (next.next_block && r + 1 < rows) {
-        next.first_y = out.Row(r + 1, t);
-        if constexpr (std::is_same_v<S, C>) {
-          if (!converted) next.first_x = dy_row(r + 1, g.filter_h - 1);
+    for (int64_t r0, r1; shares.Next(&r0, &r1);) {
+      for (int64_t r = r0; r < r1; ++r) {
+        if (ctx.cancelled()) continue;
+        const C* const* dyrows = drt;
+        if (converted) {
+          dyrows = converted->FilterRows(t, r);
+        } else if constexpr (std::is_same_v<S, C>) {
+          for (int64_t kh = 0; kh < g.filter_h; ++kh) drt[kh] = dy_row(r, kh);
         }
-      }
-      if (ahead && mult == 1 && out.direct() && r + 1 < rows) {
-        next.y = out.Row(r + 1, t);
-        if constexpr (std::is_same_v<S, C>) {
-          if (!converted) next.x = dy_row(r + 1, g.filter_h - 1);
+        // The next dx row's: its result row and the dy row its last filter row reads (dy's own).
+        RowsAhead<C> next;
+        next.next_block = mult == 1 && out.direct() && !ahead;
+        if (next.next_block && r + 1 < rows) {
+          next.first_y = out.Row(r + 1, t);
+          if constexpr (std::is_same_v<S, C>) {
+            if (!converted) next.first_x = dy_row(r + 1, g.filter_h - 1);
+          }
         }
+        if (ahead && mult == 1 && out.direct() && r + 1 < rows) {
+          next.y = out.Row(r + 1, t);
+          if constexpr (std::is_same_v<S, C>) {
+            if (!converted) next.x = dy_row(r + 1, g.filter_h - 1);
+          }
+        }
+        C* dxrow = out.Row(r, t);
+        if (mult == 1) {
+          row(fr, dyrows, wf.data(), dxrow, zeros.data(), next);
+        } else {
+          row(fr, dyrows, wf.data(), tmpt, zeros.data(), next);
+          SumOverMultiplier(tmpt, dxrow, row_size, mult);
+        }
+        out.Done(r, t);
       }
-      C* dxrow = out.Row(r, t);
-      if (mult == 1) {
-        row(fr, dyrows, wf.data(), dxrow, zeros.data(), next);
-      } else {
-        row(fr, dyrows, wf.data(), tmpt, zeros.data(), next);
-        SumOverMultiplier(tmpt, dxrow, row_size, mult);
-      }
-      out.Done(r, t);
     }
   });
 }

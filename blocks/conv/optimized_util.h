@@ -200,6 +200,23 @@ void ParallelRows(int64_t rows, int nt, const KernelContext& ctx, const Row& row
   });
 }
 
+/// ParallelRows for rows whose results do not depend on the thread that computes them (no
+/// per-thread sums): the threads share the rows out as they go (TeamRows, core/team.h), so that
+/// a thread that finishes early takes the last rows of one that runs slower.
+template <typename Row>
+void ParallelRowsBalanced(int64_t rows, int nt, const KernelContext& ctx, const Row& row) {
+  nt = static_cast<int>(std::clamp<int64_t>(rows, 1, std::max(nt, 1)));
+  TeamRows shares(rows, nt);
+  InTeam(nt, [&] {
+    const int thread = TeamThread();
+    for (int64_t begin, end; shares.Next(&begin, &end);) {
+      for (int64_t r = begin; r < end; ++r) {
+        if (!ctx.cancelled()) row(r, thread);
+      }
+    }
+  });
+}
+
 /// `count` elements of E rounded up to whole 64-byte cache lines: the stride of per-thread
 /// slices that share no line.
 template <typename E>

@@ -111,6 +111,90 @@ TEST(Teams, SharesSplitAsOpenMpsStaticSchedule) {
   }
 }
 
+// Each row of a TeamRows goes to exactly one thread, in runs that lie inside [0, n), on either
+// runtime, for every team size, and where the team is a thread short of the shares.
+TEST(TeamRows, EveryRowGoesToOneThread) {
+  for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+    const RuntimeSetting setting(runtime);
+    for (int threads = 1; threads <= 4; ++threads) {
+      for (int64_t n : {0, 1, 2, 3, 5, 8, 13, 100, 1000}) {
+        for (int missing : {0, 1}) {
+          std::vector<std::atomic<int>> taken(static_cast<size_t>(n));
+          std::atomic<int> outside{0};
+          TeamRows rows(n, threads + missing);
+          RunTeam(threads, [&] {
+            for (int64_t begin, end; rows.Next(&begin, &end);) {
+              if (begin < 0 || end > n || begin >= end) ++outside;
+              for (int64_t r = std::max<int64_t>(begin, 0); r < std::min(end, n); ++r)
+                ++taken[static_cast<size_t>(r)];
+            }
+          });
+          EXPECT_EQ(outside.load(), 0) << Name(runtime) << ", " << n << " rows, " << threads;
+          for (int64_t r = 0; r < n; ++r)
+            ASSERT_EQ(taken[static_cast<size_t>(r)].load(), 1)
+                << Name(runtime) << ", row " << r << " of " << n << ", " << threads
+                << " threads for " << threads + missing << " shares";
+        }
+      }
+    }
+  }
+}
+
+// Outside a team the caller is thread 0 of a team of one: it takes its own share front first
+// (three quarters of it in one run, then sixteenths of the largest share), then the others'
+// from their backs, the next thread's first; together every row once.
+TEST(TeamRows, ATeamOfOneTakesTheOtherSharesFromTheirBacks) {
+  TeamRows rows(64, 2);  // shares [0, 32) and [32, 64); runs after the first of 2 rows
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (int64_t begin, end; rows.Next(&begin, &end);) runs.emplace_back(begin, end);
+  std::vector<std::pair<int64_t, int64_t>> expected = {
+      {0, 24}, {24, 26}, {26, 28}, {28, 30}, {30, 32}};
+  for (int64_t high = 64; high > 32; high -= 2) expected.emplace_back(high - 2, high);
+  EXPECT_EQ(runs, expected);
+}
+
+// Shares of more than 2^31 rows are handed out in units of several rows (the counts are kept
+// in 32 bits): the runs still cover [0, n) exactly, the last one cut at n.
+TEST(TeamRows, SharesPast32BitsGoInUnitsOfRows) {
+  const int64_t n = (int64_t{5} << 32) + 3;
+  for (int threads : {1, 2, 3}) {
+    TeamRows rows(n, threads);
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (int64_t begin, end; rows.Next(&begin, &end);) runs.emplace_back(begin, end);
+    std::sort(runs.begin(), runs.end());
+    ASSERT_FALSE(runs.empty());
+    EXPECT_EQ(runs.front().first, 0) << threads << " threads";
+    EXPECT_EQ(runs.back().second, n) << threads << " threads";
+    for (size_t i = 1; i < runs.size(); ++i)
+      ASSERT_EQ(runs[i].first, runs[i - 1].second) << "run " << i << ", " << threads << " threads";
+    EXPECT_LT(runs.size(), 200U) << threads << " threads";
+  }
+}
+
+// A thread that has not started yet when another is done with its own share has its rows taken:
+// here thread 1 waits until thread 0 has seen the last row taken, so thread 0 computes them all.
+TEST(TeamRows, AThreadDoneEarlyTakesTheRowsOfOneThatIsLate) {
+  for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
+    const RuntimeSetting setting(runtime);
+    TeamRows rows(100, 2);
+    std::vector<int64_t> done(2, 0);
+    std::atomic<bool> first_done{false};
+    int size = 0;
+    RunTeam(2, [&] {
+      const int t = TeamThread();
+      if (t == 0) size = TeamSize();
+      if (t == 1) {
+        while (!first_done.load()) std::this_thread::yield();
+      }
+      for (int64_t begin, end; rows.Next(&begin, &end);)
+        done[static_cast<size_t>(t)] += end - begin;
+      if (t == 0) first_done.store(true);
+    });
+    ASSERT_EQ(size, 2) << Name(runtime);
+    EXPECT_EQ(done, std::vector<int64_t>({100, 0})) << Name(runtime);
+  }
+}
+
 // Each round every thread writes its slot, meets the others, and reads every slot: a barrier
 // that let a thread through early shows as a slot of the round before.
 TEST(Teams, BarriersOrderWrites) {
