@@ -1213,6 +1213,12 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   const bool ahead = PrefetchesRowsAhead<C>(
       g.batch * g.in_h * g.in_w * g.in_depth + rows * row_size, ForwardSweeps<C>(e));
   const bool own_rows = !ExpandedRows<S, C>::Copies(g, format, /*pad=*/true);
+  // The rows shared out as the threads go (TeamRows), not in static shares. The Zen 5 guest's
+  // two vCPUs ran the same one-thread call 15-35% apart for minutes at a time, either one the
+  // slower; two threads' mean time over thousands of calls, processes alternated: the 14 x 14
+  // forwards and input gradients 0.90-0.94 of their time with static shares while a vCPU was
+  // slower, 0.98-1.02 while they ran alike; mnv1_dw1_112x32's forward 0.84 and 0.91, the
+  // 56-pixel layers 0.91-0.97 (the input gradient below shares its rows the same way).
   ParallelRowsBalanced(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
     RowsAhead<C> next;
     next.own_rows = own_rows;
@@ -1387,7 +1393,7 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
     const int64_t n = r / g.in_h, oh = r % g.in_h - f.pad_top + kh * g.dilation_h;
     return oh >= 0 && oh < g.out_h ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
   };
-  TeamRows shares(rows, nt);
+  TeamRows shares(rows, nt);  // as the forward's rows (DwForward)
   InTeam(nt, [&] {
     const int t = TeamThread();
     const C** drt = dr[t];
