@@ -388,8 +388,8 @@ bool TeamRows::Take(Share& share, bool front, int64_t* begin, int64_t* end) cons
     if (low >= high) return false;
     int64_t from = low, to = high;
     if (front) {
-      // The owner's first run is three quarters of its share (all of it when alone).
-      const int64_t units = low == 0 && threads_ > 1 ? high - high / 4 : chunk_;
+      // The owner's first run is three quarters of its share (all of it when it is the only one).
+      const int64_t units = threads_ == 1 ? high - low : low == 0 ? high - high / 4 : chunk_;
       to = std::min(high, low + units);
     } else {
       from = std::max(low, high - chunk_);
@@ -399,7 +399,7 @@ bool TeamRows::Take(Share& share, bool front, int64_t* begin, int64_t* end) cons
                               : PackUnits(static_cast<uint64_t>(low), static_cast<uint64_t>(from));
     if (share.left.compare_exchange_weak(left, rest, std::memory_order_relaxed)) {
       *begin = share.first + from * unit_;
-      *end = std::min(share.first + share.size, share.first + to * unit_);
+      *end = share.first + std::min(share.size, to * unit_);
       return true;
     }
   }

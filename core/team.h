@@ -19,9 +19,10 @@
 // oneDNN). Everywhere else (inside a caller's active OpenMP region, the pool busy) the team is
 // an OpenMP region, which may give fewer threads than asked (TeamSize says how many). A team
 // started inside a pool team of two or more runs alone, as one inside an OpenMP region does
-// while OpenMP's nesting is off (its default). Kernels split their work the same way on either
-// runtime: the same bits. A team's body must not call fork(): the child would wait for the
-// pool's threads, which it does not have.
+// while OpenMP's nesting is off (its default). Kernels give the same bits on either runtime (they
+// split their work the same way, or, with TeamRows, compute each row the same on any thread). A
+// team's body must not call fork(): the child would wait for the pool's threads, which it does not
+// have.
 #pragma once
 
 #include <atomic>
@@ -77,16 +78,17 @@ void TeamBarrier();
 /// order, the first n % size threads one item more (OpenMP's static schedule).
 std::pair<int64_t, int64_t> TeamShare(int64_t n);
 
-/// Rows [0, n) that a team of `threads` shares out as it works, for rows whose results do not
-/// depend on which thread computes them (not per-thread sums: their bits would follow the
-/// timing). Each thread starts on its static share (TeamShare's split over `threads`), taking
-/// the first three quarters of it at once and the rest a few rows at a time; a thread whose
-/// share is used up then takes a few rows at a time from the back of the others' shares. A
+/// Rows [0, n) that a team of `threads` shares out as it works, for rows whose results depend
+/// neither on which thread computes them nor on the order a thread takes them in (not
+/// per-thread sums: their bits would follow the timing). Each thread starts on its static share
+/// (TeamShare's split over `threads`), taking the first three quarters of it at once (all of it
+/// with one share) and then a sixteenth of the largest share at a time; a thread whose share is
+/// used up then takes sixteenths from the backs of the others' shares, the next thread's first. A
 /// thread that runs slower than the others (its CPU busy with another guest of the host, an
 /// interrupt, a preemption) thus hands its last rows to one that is done, where with static
 /// shares the whole team would wait for it. Every row goes to exactly one thread whatever the
-/// team's size: a team smaller than `threads` takes the missing threads' shares as well. Built
-/// outside the team (it allocates).
+/// team's size: a team smaller than `threads` takes the missing threads' shares as well, and
+/// threads numbered `threads` or more only help. Built outside the team (it allocates).
 ///
 ///   TeamRows rows(n, nt);
 ///   RunTeam(nt, [&] {

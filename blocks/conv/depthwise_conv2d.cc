@@ -1217,8 +1217,9 @@ void DwForward(const KernelArgs<T>& args, const S* x, DataFormat format, const K
   // two vCPUs ran the same one-thread call 15-35% apart for minutes at a time, either one the
   // slower; two threads' mean time over thousands of calls, processes alternated: the 14 x 14
   // forwards and input gradients 0.90-0.94 of their time with static shares while a vCPU was
-  // slower, 0.98-1.02 while they ran alike; mnv1_dw1_112x32's forward 0.84 and 0.91, the
-  // 56-pixel layers 0.91-0.97 (the input gradient below shares its rows the same way).
+  // slower, 0.98-1.02 while they ran alike; mnv1_dw1_112x32's forward 0.84 (0.91 while they
+  // ran alike), the 56-pixel layers 0.91-0.93 (0.92-0.97). The stride-1 input gradient
+  // (DwBackpropInputStride1) shares its rows the same way.
   ParallelRowsBalanced(rows, nt, ctx, [&](int64_t r, int thread) {  // args.w read as [fh, fw, C*M]
     RowsAhead<C> next;
     next.own_rows = own_rows;
@@ -1393,45 +1394,38 @@ void DwBackpropInputStride1(const KernelArgs<T>& args, const S* dy, DataFormat f
     const int64_t n = r / g.in_h, oh = r % g.in_h - f.pad_top + kh * g.dilation_h;
     return oh >= 0 && oh < g.out_h ? dy + (n * g.out_h + oh) * g.out_w * ch : nullptr;
   };
-  TeamRows shares(rows, nt);  // as the forward's rows (DwForward)
-  InTeam(nt, [&] {
-    const int t = TeamThread();
+  // The rows shared out as the forward's (DwForward).
+  ParallelRowsBalanced(rows, nt, ctx, [&](int64_t r, int t) {
     const C** drt = dr[t];
-    C* tmpt = tmp[t];
-    for (int64_t r0, r1; shares.Next(&r0, &r1);) {
-      for (int64_t r = r0; r < r1; ++r) {
-        if (ctx.cancelled()) continue;
-        const C* const* dyrows = drt;
-        if (converted) {
-          dyrows = converted->FilterRows(t, r);
-        } else if constexpr (std::is_same_v<S, C>) {
-          for (int64_t kh = 0; kh < g.filter_h; ++kh) drt[kh] = dy_row(r, kh);
-        }
-        // The next dx row's: its result row and the dy row its last filter row reads (dy's own).
-        RowsAhead<C> next;
-        next.next_block = mult == 1 && out.direct() && !ahead;
-        if (next.next_block && r + 1 < rows) {
-          next.first_y = out.Row(r + 1, t);
-          if constexpr (std::is_same_v<S, C>) {
-            if (!converted) next.first_x = dy_row(r + 1, g.filter_h - 1);
-          }
-        }
-        if (ahead && mult == 1 && out.direct() && r + 1 < rows) {
-          next.y = out.Row(r + 1, t);
-          if constexpr (std::is_same_v<S, C>) {
-            if (!converted) next.x = dy_row(r + 1, g.filter_h - 1);
-          }
-        }
-        C* dxrow = out.Row(r, t);
-        if (mult == 1) {
-          row(fr, dyrows, wf.data(), dxrow, zeros.data(), next);
-        } else {
-          row(fr, dyrows, wf.data(), tmpt, zeros.data(), next);
-          SumOverMultiplier(tmpt, dxrow, row_size, mult);
-        }
-        out.Done(r, t);
+    const C* const* dyrows = drt;
+    if (converted) {
+      dyrows = converted->FilterRows(t, r);
+    } else if constexpr (std::is_same_v<S, C>) {
+      for (int64_t kh = 0; kh < g.filter_h; ++kh) drt[kh] = dy_row(r, kh);
+    }
+    // The next dx row's: its result row and the dy row its last filter row reads (dy's own).
+    RowsAhead<C> next;
+    next.next_block = mult == 1 && out.direct() && !ahead;
+    if (next.next_block && r + 1 < rows) {
+      next.first_y = out.Row(r + 1, t);
+      if constexpr (std::is_same_v<S, C>) {
+        if (!converted) next.first_x = dy_row(r + 1, g.filter_h - 1);
       }
     }
+    if (ahead && mult == 1 && out.direct() && r + 1 < rows) {
+      next.y = out.Row(r + 1, t);
+      if constexpr (std::is_same_v<S, C>) {
+        if (!converted) next.x = dy_row(r + 1, g.filter_h - 1);
+      }
+    }
+    C* dxrow = out.Row(r, t);
+    if (mult == 1) {
+      row(fr, dyrows, wf.data(), dxrow, zeros.data(), next);
+    } else {
+      row(fr, dyrows, wf.data(), tmp[t], zeros.data(), next);
+      SumOverMultiplier(tmp[t], dxrow, row_size, mult);
+    }
+    out.Done(r, t);
   });
 }
 

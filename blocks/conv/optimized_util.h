@@ -200,12 +200,14 @@ void ParallelRows(int64_t rows, int nt, const KernelContext& ctx, const Row& row
   });
 }
 
-/// ParallelRows for rows whose results do not depend on the thread that computes them (no
-/// per-thread sums): the threads share the rows out as they go (TeamRows, core/team.h), so that
-/// a thread that finishes early takes the last rows of one that runs slower.
+/// ParallelRows for rows whose results depend neither on the thread that computes them nor on
+/// the order a thread takes them in (no per-thread sums): the threads share the rows out as they
+/// go (TeamRows, core/team.h), so that a thread that finishes early takes the last rows of one
+/// that runs slower. One thread takes them in order, with nothing to share.
 template <typename Row>
 void ParallelRowsBalanced(int64_t rows, int nt, const KernelContext& ctx, const Row& row) {
   nt = static_cast<int>(std::clamp<int64_t>(rows, 1, std::max(nt, 1)));
+  if (nt == 1) return ParallelRows(rows, 1, ctx, row);
   TeamRows shares(rows, nt);
   InTeam(nt, [&] {
     const int thread = TeamThread();

@@ -112,16 +112,17 @@ TEST(Teams, SharesSplitAsOpenMpsStaticSchedule) {
 }
 
 // Each row of a TeamRows goes to exactly one thread, in runs that lie inside [0, n), on either
-// runtime, for every team size, and where the team is a thread short of the shares.
+// runtime, for every team size, where the team is a thread short of the shares (it takes the
+// missing share) and where it has a thread more (that thread only helps).
 TEST(TeamRows, EveryRowGoesToOneThread) {
   for (TeamRuntime runtime : {TeamRuntime::kPool, TeamRuntime::kOpenMp}) {
     const RuntimeSetting setting(runtime);
     for (int threads = 1; threads <= 4; ++threads) {
-      for (int64_t n : {0, 1, 2, 3, 5, 8, 13, 100, 1000}) {
-        for (int missing : {0, 1}) {
+      for (int shares = std::max(threads - 1, 1); shares <= threads + 1; ++shares) {
+        for (int64_t n : {0, 1, 2, 3, 5, 8, 13, 100, 1000}) {
           std::vector<std::atomic<int>> taken(static_cast<size_t>(n));
           std::atomic<int> outside{0};
-          TeamRows rows(n, threads + missing);
+          TeamRows rows(n, shares);
           RunTeam(threads, [&] {
             for (int64_t begin, end; rows.Next(&begin, &end);) {
               if (begin < 0 || end > n || begin >= end) ++outside;
@@ -129,13 +130,32 @@ TEST(TeamRows, EveryRowGoesToOneThread) {
                 ++taken[static_cast<size_t>(r)];
             }
           });
-          EXPECT_EQ(outside.load(), 0) << Name(runtime) << ", " << n << " rows, " << threads;
+          EXPECT_EQ(outside.load(), 0) << Name(runtime) << ", " << n << " rows";
           for (int64_t r = 0; r < n; ++r)
             ASSERT_EQ(taken[static_cast<size_t>(r)].load(), 1)
                 << Name(runtime) << ", row " << r << " of " << n << ", " << threads
-                << " threads for " << threads + missing << " shares";
+                << " threads for " << shares << " shares";
         }
       }
+    }
+  }
+}
+
+// The same many times over, on few rows (runs of one row) so that the threads take from the
+// same shares at once: a take that is not atomic shows as a row taken twice or never.
+TEST(TeamRows, RowsTakenAtOnceStillGoToOneThread) {
+  for (int round = 0; round < 300; ++round) {
+    for (int threads = 2; threads <= 4; ++threads) {
+      constexpr int64_t kRows = 61;
+      std::vector<std::atomic<int>> taken(kRows);
+      TeamRows rows(kRows, threads);
+      RunTeam(threads, [&] {
+        for (int64_t begin, end; rows.Next(&begin, &end);)
+          for (int64_t r = begin; r < end; ++r) ++taken[static_cast<size_t>(r)];
+      });
+      for (int64_t r = 0; r < kRows; ++r)
+        ASSERT_EQ(taken[static_cast<size_t>(r)].load(), 1)
+            << "round " << round << ", row " << r << ", " << threads << " threads";
     }
   }
 }
@@ -151,12 +171,26 @@ TEST(TeamRows, ATeamOfOneTakesTheOtherSharesFromTheirBacks) {
       {0, 24}, {24, 26}, {26, 28}, {28, 30}, {30, 32}};
   for (int64_t high = 64; high > 32; high -= 2) expected.emplace_back(high - 2, high);
   EXPECT_EQ(runs, expected);
+  // Three shares of 16: the next thread's share before the one after it; runs of one row.
+  TeamRows three(48, 3);
+  runs.clear();
+  for (int64_t begin, end; three.Next(&begin, &end);) runs.emplace_back(begin, end);
+  expected = {{0, 12}, {12, 13}, {13, 14}, {14, 15}, {15, 16}};
+  for (int64_t high = 32; high > 16; --high) expected.emplace_back(high - 1, high);
+  for (int64_t high = 48; high > 32; --high) expected.emplace_back(high - 1, high);
+  EXPECT_EQ(runs, expected);
+  // A single share goes in one run.
+  TeamRows one(10, 1);
+  runs.clear();
+  for (int64_t begin, end; one.Next(&begin, &end);) runs.emplace_back(begin, end);
+  EXPECT_EQ(runs, (std::vector<std::pair<int64_t, int64_t>>{{0, 10}}));
 }
 
 // Shares of more than 2^31 rows are handed out in units of several rows (the counts are kept
-// in 32 bits): the runs still cover [0, n) exactly, the last one cut at n.
+// in 32 bits): the runs still cover [0, n) exactly, each share's last run cut at its end (with 2
+// and 3 threads the first share is not a whole number of units: 6 and 4 rows).
 TEST(TeamRows, SharesPast32BitsGoInUnitsOfRows) {
-  const int64_t n = (int64_t{5} << 32) + 3;
+  const int64_t n = (int64_t{5} << 32) + 5;
   for (int threads : {1, 2, 3}) {
     TeamRows rows(n, threads);
     std::vector<std::pair<int64_t, int64_t>> runs;

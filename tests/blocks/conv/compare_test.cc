@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -351,6 +352,26 @@ int ExpectSameBitsAtEveryThreadCount(int op, const Resolved& r, const Tensor& x,
   return checked;
 }
 
+// Ops `ops` of p (resolved as r) on random operands of `dtype`: the same bits at 1, 2 and 3
+// threads (ExpectSameBitsAtEveryThreadCount) at every ISA. Returns the comparisons made.
+int ExpectSameBitsAtEveryIsa(const Problem& p, const Resolved& r, DType dtype,
+                             std::initializer_list<int> ops, std::mt19937_64& rng) {
+  const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
+  const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
+  const Tensor dy = RandomTensor(dtype, OutputShape(r.attrs, r.geometry), rng);
+  int checked = 0;
+  for (internal::Isa isa : {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
+    internal::SetIsaForTesting(isa);
+    for (int op : ops) {
+      const std::string what = p.ToString() + " " + std::string(DTypeName(dtype)) + " op " +
+                               std::to_string(op) + " isa " +
+                               internal::IsaName(internal::ActiveIsa());
+      checked += ExpectSameBitsAtEveryThreadCount(op, r, x, w, dy, what);
+    }
+  }
+  return checked;
+}
+
 // The packed GEMM computes every output element in one thread, summing in one order: its
 // results (all three ops, the filter gradient included) are the same bits at 1, 2 and 3
 // threads, at every ISA. (With the Winograd path off: it takes the 3x3 layers' ops, and its
@@ -537,7 +558,7 @@ TEST(SmallerTeams, ParallelForCoversEveryItemOnce) {
   }
 }
 
-// Teams on the process's pool and teams in OpenMP regions split the work the same way: every
+// Teams on the process's pool and teams in OpenMP regions give the same bits: every
 // op of the suite's shapes, Winograd on and off, gives the same bits on either at 2 and 3
 // threads (the filter gradients' per-thread partial sums included).
 TEST(SmallerTeams, PoolAndOpenMpGiveTheSameBits) {
@@ -1158,32 +1179,37 @@ TEST(DepthwiseNchw, FilterGradientSameBitsAtEveryThreadCount) {
   std::mt19937_64 rng(57);
   int checked = 0;
   for (const Case& k : cases) {
-    Problem p;
-    p.depthwise = true;
-    p.format = "NCHW";
-    p.padding = "SAME";
-    p.n = k.n;
-    p.h = k.h;
-    p.w = k.w;
-    p.c = k.c;
-    p.fh = k.f;
-    p.fw = k.f;
+    const Problem p = DepthwiseProblem("NCHW", "SAME", k.n, k.h, k.w, k.c, 1, k.f, k.f);
     Expected<Resolved> r = Resolve(p);
     ASSERT_TRUE(r.ok()) << p.ToString();
-    for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16}) {
-      const Tensor x = RandomTensor(dtype, p.InputShape(), rng);
-      const Tensor w = RandomTensor(dtype, p.FilterShape(), rng);
-      const Tensor dy = RandomTensor(dtype, OutputShape(r->attrs, r->geometry), rng);
-      for (internal::Isa isa :
-           {internal::Isa::kBase, internal::Isa::kAvx2, internal::Isa::kAvx512}) {
-        internal::SetIsaForTesting(isa);
-        const std::string what = p.ToString() + " " + std::string(DTypeName(dtype)) + " isa " +
-                                 internal::IsaName(internal::ActiveIsa());
-        checked += ExpectSameBitsAtEveryThreadCount(2, *r, x, w, dy, what);
-      }
-    }
+    for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16})
+      checked += ExpectSameBitsAtEveryIsa(p, *r, dtype, {2}, rng);
   }
   EXPECT_EQ(checked, 3 * 3 * 3 * 2);
+}
+
+// The depthwise forward and stride-1 input gradient share their rows out as the threads go
+// (TeamRows): whichever thread computes a row, in whichever order, the same bits at 1, 2 and 3
+// threads, at every ISA, in every compute type: NHWC, a multiplier of 2, and NCHW planes too
+// wide for the channel blocks and too large for the plane kernels (DwForward and
+// DwBackpropInputStride1 then convert rows).
+TEST(DepthwiseRows, SharedOutRowsGiveTheSameBitsAtEveryThreadCount) {
+  struct Case {
+    const char* format;
+    int64_t n, h, w, c, mult;
+  };
+  const Case cases[] = {
+      {"NHWC", 3, 9, 7, 24, 1}, {"NHWC", 2, 7, 11, 10, 2}, {"NCHW", 2, 64, 130, 8, 1}};
+  std::mt19937_64 rng(67);
+  int checked = 0;
+  for (const Case& k : cases) {
+    const Problem p = DepthwiseProblem(k.format, "SAME", k.n, k.h, k.w, k.c, k.mult, 3, 3);
+    Expected<Resolved> r = Resolve(p);
+    ASSERT_TRUE(r.ok()) << p.ToString();
+    for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16})
+      checked += ExpectSameBitsAtEveryIsa(p, *r, dtype, {0, 1}, rng);
+  }
+  EXPECT_EQ(checked, 3 * 4 * 3 * 2 * 2);
 }
 
 // The GEMM input gradient of a layer whose filter passes kTapFilterBytes (fc6 cut down: 3

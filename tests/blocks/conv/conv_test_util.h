@@ -123,6 +123,15 @@ inline Problem DenseProblem(const std::string& format, const std::string& paddin
   return p;
 }
 
+inline Problem DepthwiseProblem(const std::string& format, const std::string& padding, int64_t n,
+                                int64_t h, int64_t w, int64_t c, int64_t mult, int64_t fh,
+                                int64_t fw) {
+  Problem p = DenseProblem(format, padding, n, h, w, c, 1, fh, fw);
+  p.depthwise = true;
+  p.mult = mult;
+  return p;
+}
+
 /// Attrs and geometry of a problem (the geometry may fail, e.g. VALID with a large filter).
 struct Resolved {
   ConvAttrs attrs;
