@@ -362,16 +362,16 @@ std::pair<int64_t, int64_t> TeamShare(int64_t n) {
 
 TeamRows::TeamRows(int64_t n, int threads)
     : shares_(new Share[static_cast<size_t>(std::max(threads, 1))]),
-      threads_(std::max(threads, 1)),
-      n_(std::max<int64_t>(n, 0)) {
+      threads_(std::max(threads, 1)) {
+  n = std::max<int64_t>(n, 0);
   // Units of one row, unless a share's units would not fit 32 bits.
   constexpr int64_t kMaxUnits = int64_t{1} << 31;
-  const int64_t largest = (n_ + threads_ - 1) / threads_;
+  const int64_t largest = (n + threads_ - 1) / threads_;
   unit_ = std::max<int64_t>(1, (largest + kMaxUnits - 1) / kMaxUnits);
   // Runs after the first: a sixteenth of a share (a quarter of what is left after it, in four).
   chunk_ = std::max<int64_t>(1, largest / unit_ / 16);
   for (int t = 0; t < threads_; ++t) {
-    const auto [begin, end] = StaticShare(n_, threads_, t);
+    const auto [begin, end] = StaticShare(n, threads_, t);
     Share& share = shares_[t];
     share.first = begin;
     share.size = end - begin;

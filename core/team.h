@@ -112,7 +112,7 @@ class TeamRows {
 
   std::unique_ptr<Share[]> shares_;
   int threads_ = 1;
-  int64_t n_ = 0, unit_ = 1, chunk_ = 1;  // rows in a unit; units taken at a time after the first
+  int64_t unit_ = 1, chunk_ = 1;  // rows in a unit; units taken at a time after the first
 };
 
 }  // namespace blockflow
